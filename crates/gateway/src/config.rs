@@ -1,0 +1,198 @@
+//! Configuration: built-in defaults < TOML file < `RESPONSES_GATEWAY_<TABLE>__<KEY>`
+//! environment variables < command-line flags. Secrets are never in the file: the file
+//! names the environment variable that holds them. Every key is documented in
+//! `docs/config.example.toml`.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use figment::providers::{Env, Format, Serialized, Toml};
+use figment::Figment;
+use serde::{Deserialize, Serialize};
+
+/// The whole configuration.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub server: ServerConfig,
+    pub upstream: UpstreamConfig,
+    /// Public model name → upstream model name. When set, only these names are served
+    /// (others get 404 `model_not_found`); when absent, `model` passes through.
+    pub models: Option<BTreeMap<String, String>>,
+}
+
+/// `[server]`: the gateway's own HTTP side.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    /// Listen address; default `127.0.0.1:8080` (never all interfaces by default).
+    pub listen: SocketAddr,
+    /// Data directory; default `$XDG_DATA_HOME/responses-gateway`.
+    pub data_dir: Option<PathBuf>,
+    /// Unknown top-level request fields: ignored (false, default) or 400 `unknown_parameter`.
+    pub reject_unknown_parameters: bool,
+    /// SSE keep-alive comment interval while nothing else is sent, in milliseconds.
+    pub keepalive_interval_ms: u64,
+    /// Largest accepted request body, in bytes.
+    pub max_body_bytes: usize,
+}
+
+/// `[upstream]`: the model server.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct UpstreamConfig {
+    /// OpenAI base URL including `/v1`, e.g. `http://127.0.0.1:8000/v1`.
+    pub url: Option<String>,
+    /// Name of the environment variable holding the upstream API key (sent as Bearer).
+    pub api_key_env: Option<String>,
+    /// Longest silence from the upstream (before headers or between chunks), milliseconds.
+    pub idle_timeout_ms: u64,
+    /// TCP connect timeout, milliseconds.
+    pub connect_timeout_ms: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            data_dir: None,
+            reject_unknown_parameters: false,
+            keepalive_interval_ms: 15_000,
+            max_body_bytes: 32 * 1024 * 1024,
+        }
+    }
+}
+
+impl Default for UpstreamConfig {
+    fn default() -> Self {
+        UpstreamConfig {
+            url: None,
+            api_key_env: None,
+            idle_timeout_ms: 120_000,
+            connect_timeout_ms: 10_000,
+        }
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config { server: ServerConfig::default(), upstream: UpstreamConfig::default(), models: None }
+    }
+}
+
+/// Values given on the command line; `None` leaves the lower layers in force.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Overrides {
+    pub upstream_url: Option<String>,
+    pub upstream_api_key_env: Option<String>,
+    pub listen: Option<SocketAddr>,
+    pub data_dir: Option<PathBuf>,
+}
+
+/// Environment variable prefix: `RESPONSES_GATEWAY_<TABLE>__<KEY>`.
+pub const ENV_PREFIX: &str = "RESPONSES_GATEWAY_";
+
+impl Config {
+    /// Loads defaults, then `file` (if any), then the environment, then `overrides`.
+    /// Errors name the offending key (e.g. an unknown key in the file) or the missing setting.
+    pub fn load(file: Option<&Path>, overrides: &Overrides) -> anyhow::Result<Config> {
+        let mut fig = Figment::from(Serialized::defaults(Config::default()));
+        if let Some(path) = file {
+            if !path.exists() {
+                anyhow::bail!("config file {} does not exist", path.display());
+            }
+            fig = fig.merge(Toml::file(path));
+        }
+        fig = fig.merge(Env::prefixed(ENV_PREFIX).split("__"));
+        let mut config: Config = fig.extract().map_err(|e| anyhow::anyhow!("configuration: {e}"))?;
+        if let Some(url) = &overrides.upstream_url {
+            config.upstream.url = Some(url.clone());
+        }
+        if let Some(var) = &overrides.upstream_api_key_env {
+            config.upstream.api_key_env = Some(var.clone());
+        }
+        if let Some(listen) = overrides.listen {
+            config.server.listen = listen;
+        }
+        if let Some(dir) = &overrides.data_dir {
+            config.server.data_dir = Some(dir.clone());
+        }
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks required settings and value ranges.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        let Some(url) = &self.upstream.url else {
+            anyhow::bail!(
+                "upstream.url is not set (use --upstream-url, `url` in [upstream], or {ENV_PREFIX}UPSTREAM__URL)"
+            );
+        };
+        let parsed = reqwest::Url::parse(url)
+            .map_err(|e| anyhow::anyhow!("upstream.url is not a valid URL: {e}"))?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            anyhow::bail!("upstream.url must be http or https");
+        }
+        if self.server.keepalive_interval_ms == 0 || self.upstream.idle_timeout_ms == 0 {
+            anyhow::bail!("server.keepalive_interval_ms and upstream.idle_timeout_ms must be > 0");
+        }
+        Ok(())
+    }
+
+    /// The data directory: the configured one, else `$XDG_DATA_HOME/responses-gateway`.
+    pub fn data_dir(&self) -> PathBuf {
+        self.server.data_dir.clone().unwrap_or_else(|| {
+            dirs::data_dir().unwrap_or_else(|| PathBuf::from(".")).join("responses-gateway")
+        })
+    }
+
+    /// Reads the upstream API key from the environment variable named by
+    /// `upstream.api_key_env`. Errors when the variable is named but unset.
+    pub fn upstream_api_key(&self) -> anyhow::Result<Option<String>> {
+        match &self.upstream.api_key_env {
+            None => Ok(None),
+            Some(var) => match std::env::var(var) {
+                Ok(v) if !v.is_empty() => Ok(Some(v)),
+                _ => anyhow::bail!("environment variable {var} (upstream.api_key_env) is not set"),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, text: &str) -> PathBuf {
+        let p = dir.join("c.toml");
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn unknown_key_in_file_is_named() {
+        let dir = std::env::temp_dir().join(format!("rg-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = write(&dir, "[upstream]\nurl = \"http://x/v1\"\napi_key = \"secret\"\n");
+        let err = Config::load(Some(&p), &Overrides::default()).unwrap_err().to_string();
+        assert!(err.contains("api_key"), "{err}");
+        let p = write(&dir, "[server]\nlisten = \"127.0.0.1:1\"\n[upstream]\nurl = \"http://x/v1\"\n");
+        let c = Config::load(Some(&p), &Overrides::default()).unwrap();
+        assert_eq!(c.server.listen.port(), 1);
+        let o = Overrides { listen: Some("127.0.0.1:2".parse().unwrap()), ..Default::default() };
+        let c = Config::load(Some(&p), &o).unwrap();
+        assert_eq!(c.server.listen.port(), 2, "flags win over the file");
+    }
+
+    #[test]
+    fn missing_url_is_named() {
+        let err = Config::default().validate().unwrap_err().to_string();
+        assert!(err.contains("upstream.url"), "{err}");
+    }
+
+    #[test]
+    fn defaults_listen_on_loopback() {
+        assert!(Config::default().server.listen.ip().is_loopback());
+    }
+}

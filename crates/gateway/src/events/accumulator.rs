@@ -1,0 +1,103 @@
+//! Folds the event stream into the Response object. The non-streaming Response, the
+//! `response.completed` payload and the stored Response are all this fold, so they cannot
+//! disagree (DESIGN.md "Pipeline").
+
+use protocol::events::EventKind;
+use protocol::output::{OutputContent, OutputItem};
+use protocol::Response;
+
+/// The Response as folded so far.
+#[derive(Debug, Clone)]
+pub struct Accumulator {
+    pub response: Response,
+}
+
+impl Accumulator {
+    /// Starts from the echo of the request (no output, `usage: null`).
+    pub fn new(base: Response) -> Self {
+        Accumulator { response: base }
+    }
+
+    /// The item at `output_index`, if added.
+    pub fn item(&self, output_index: usize) -> Option<&OutputItem> {
+        self.response.output.get(output_index)
+    }
+
+    /// Applies one event.
+    pub fn fold(&mut self, kind: EventKind) {
+        let output = &mut self.response.output;
+        match kind {
+            EventKind::Created { response }
+            | EventKind::InProgress { response }
+            | EventKind::Completed { response }
+            | EventKind::Incomplete { response }
+            | EventKind::Failed { response } => self.response = *response,
+            EventKind::OutputItemAdded { output_index, item } => {
+                if output_index == output.len() {
+                    output.push(item);
+                }
+            }
+            EventKind::OutputItemDone { output_index, item } => {
+                if let Some(slot) = output.get_mut(output_index) {
+                    *slot = item;
+                }
+            }
+            EventKind::ContentPartAdded { output_index, part, .. } => {
+                if let Some(OutputItem::Message { content, .. }) = output.get_mut(output_index) {
+                    content.push(part);
+                }
+            }
+            EventKind::ContentPartDone { output_index, content_index, part, .. } => {
+                if let Some(OutputItem::Message { content, .. }) = output.get_mut(output_index) {
+                    if let Some(slot) = content.get_mut(content_index) {
+                        *slot = part;
+                    }
+                }
+            }
+            EventKind::OutputTextDelta { output_index, content_index, delta, .. } => {
+                if let Some(OutputItem::Message { content, .. }) = output.get_mut(output_index) {
+                    if let Some(OutputContent::OutputText { text, .. }) = content.get_mut(content_index) {
+                        text.push_str(&delta);
+                    }
+                }
+            }
+            EventKind::OutputTextDone { output_index, content_index, text: full, .. } => {
+                if let Some(OutputItem::Message { content, .. }) = output.get_mut(output_index) {
+                    if let Some(OutputContent::OutputText { text, .. }) = content.get_mut(content_index) {
+                        *text = full;
+                    }
+                }
+            }
+            EventKind::AnnotationAdded { output_index, content_index, annotation, .. } => {
+                if let Some(OutputItem::Message { content, .. }) = output.get_mut(output_index) {
+                    if let Some(OutputContent::OutputText { annotations, .. }) =
+                        content.get_mut(content_index)
+                    {
+                        annotations.push(annotation);
+                    }
+                }
+            }
+            EventKind::FunctionCallArgumentsDelta { output_index, delta, .. } => {
+                if let Some(OutputItem::FunctionCall { arguments, .. }) = output.get_mut(output_index) {
+                    arguments.push_str(&delta);
+                }
+            }
+            EventKind::FunctionCallArgumentsDone { output_index, arguments: full, .. } => {
+                if let Some(OutputItem::FunctionCall { arguments, .. }) = output.get_mut(output_index) {
+                    *arguments = full;
+                }
+            }
+            EventKind::CustomToolCallInputDelta { output_index, delta, .. } => {
+                if let Some(OutputItem::CustomToolCall { input, .. }) = output.get_mut(output_index) {
+                    input.push_str(&delta);
+                }
+            }
+            EventKind::CustomToolCallInputDone { output_index, input: full, .. } => {
+                if let Some(OutputItem::CustomToolCall { input, .. }) = output.get_mut(output_index) {
+                    *input = full;
+                }
+            }
+            EventKind::Error { .. } => {}
+        }
+    }
+}

@@ -1,0 +1,321 @@
+//! The ONE place that assigns `sequence_number`, `output_index` and item ids, and the
+//! only producer of canonical events (contract §8.4). Each event is written to the SSE
+//! sink (if streaming) as soon as it exists, then folded into the [`Accumulator`].
+
+use bytes::Bytes;
+use protocol::events::{ErrorEventDetail, EventKind};
+use protocol::output::{ItemStatus, OutputContent, OutputItem, Phase};
+use protocol::response::{IncompleteDetails, ResponseError, ResponseStatus, Usage};
+use protocol::Response;
+use serde::Serialize;
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::ids::new_id;
+use super::Accumulator;
+
+/// Where SSE bytes go: one `Bytes` per event, written by the HTTP layer without delay.
+#[derive(Debug, Clone)]
+pub struct Sink {
+    tx: UnboundedSender<Bytes>,
+}
+
+impl Sink {
+    /// Wraps the channel the SSE body reads from.
+    pub fn new(tx: UnboundedSender<Bytes>) -> Self {
+        Sink { tx }
+    }
+
+    /// True once the client has gone (the SSE body was dropped).
+    pub fn is_closed(&self) -> bool {
+        self.tx.is_closed()
+    }
+}
+
+#[derive(Serialize)]
+struct Wire<'a> {
+    #[serde(flatten)]
+    kind: &'a EventKind,
+    sequence_number: u64,
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Terminal {
+    Completed,
+    /// `incomplete_details.reason`: `max_output_tokens` | `content_filter`.
+    Incomplete(String),
+    /// `{code, message}` for `response.error`.
+    Failed { code: String, message: String },
+}
+
+/// Emits events for one response.
+#[derive(Debug)]
+pub struct Emitter {
+    seq: u64,
+    sink: Option<Sink>,
+    acc: Accumulator,
+}
+
+impl Emitter {
+    /// `base` is the echo of the request (status `in_progress`, empty output).
+    pub fn new(base: Response, sink: Option<Sink>) -> Self {
+        Emitter { seq: 0, sink, acc: Accumulator::new(base) }
+    }
+
+    /// The Response folded so far.
+    pub fn response(&self) -> &Response {
+        &self.acc.response
+    }
+
+    /// True when streaming to a client that has disconnected.
+    pub fn client_gone(&self) -> bool {
+        self.sink.as_ref().is_some_and(Sink::is_closed)
+    }
+
+    fn emit(&mut self, kind: EventKind) {
+        if let Some(sink) = &self.sink {
+            let mut buf = Vec::with_capacity(256);
+            buf.extend_from_slice(b"event: ");
+            buf.extend_from_slice(kind.name().as_bytes());
+            buf.extend_from_slice(b"\ndata: ");
+            let wire = Wire { kind: &kind, sequence_number: self.seq };
+            if serde_json::to_writer(&mut buf, &wire).is_ok() {
+                buf.extend_from_slice(b"\n\n");
+                // A send error means the client left; the turn decides what that means.
+                let _ = sink.tx.send(Bytes::from(buf));
+            }
+        }
+        self.seq += 1;
+        self.acc.fold(kind);
+    }
+
+    /// `response.created` then `response.in_progress`.
+    pub fn start(&mut self) {
+        let snapshot = Box::new(self.acc.response.clone());
+        self.emit(EventKind::Created { response: snapshot.clone() });
+        self.emit(EventKind::InProgress { response: snapshot });
+    }
+
+    fn next_index(&self) -> usize {
+        self.acc.response.output.len()
+    }
+
+    /// Adds an in-progress assistant message with an empty `output_text` part
+    /// (`output_item.added` without `phase`, then `content_part.added`). Returns its index.
+    pub fn message_start(&mut self) -> usize {
+        self.message_start_with_id(new_id("msg"))
+    }
+
+    /// As [`Emitter::message_start`] with a given id (progress messages use a marked id).
+    pub fn message_start_with_id(&mut self, id: String) -> usize {
+        let output_index = self.next_index();
+        let item = OutputItem::Message {
+            id: id.clone(),
+            role: "assistant".into(),
+            status: ItemStatus::InProgress,
+            content: Vec::new(),
+            phase: None,
+        };
+        self.emit(EventKind::OutputItemAdded { output_index, item });
+        self.emit(EventKind::ContentPartAdded {
+            item_id: id,
+            output_index,
+            content_index: 0,
+            part: OutputContent::OutputText { annotations: Vec::new(), logprobs: Vec::new(), text: String::new() },
+        });
+        output_index
+    }
+
+    fn item_id(&self, output_index: usize) -> String {
+        self.acc.item(output_index).map(|i| i.id().to_string()).unwrap_or_default()
+    }
+
+    /// `response.output_text.delta` for the message at `output_index`.
+    pub fn text_delta(&mut self, output_index: usize, delta: String) {
+        let item_id = self.item_id(output_index);
+        self.emit(EventKind::OutputTextDelta { item_id, output_index, content_index: 0, delta, logprobs: Vec::new() });
+    }
+
+    /// The message's text so far.
+    pub fn message_text(&self, output_index: usize) -> String {
+        match self.acc.item(output_index) {
+            Some(OutputItem::Message { content, .. }) => content
+                .iter()
+                .map(|c| match c {
+                    OutputContent::OutputText { text, .. } => text.as_str(),
+                    OutputContent::Refusal { refusal } => refusal.as_str(),
+                })
+                .collect(),
+            _ => String::new(),
+        }
+    }
+
+    /// Closes a message: `output_text.done`, `content_part.done`, `output_item.done`
+    /// carrying `phase` and `status`.
+    pub fn message_done(&mut self, output_index: usize, phase: Phase, status: ItemStatus) {
+        let Some(OutputItem::Message { id, role, content, .. }) = self.acc.item(output_index).cloned() else {
+            return;
+        };
+        for (content_index, part) in content.iter().enumerate() {
+            if let OutputContent::OutputText { text, .. } = part {
+                self.emit(EventKind::OutputTextDone {
+                    item_id: id.clone(),
+                    output_index,
+                    content_index,
+                    text: text.clone(),
+                    logprobs: Vec::new(),
+                });
+            }
+            self.emit(EventKind::ContentPartDone { item_id: id.clone(), output_index, content_index, part: part.clone() });
+        }
+        let item = OutputItem::Message { id, role, status, content, phase: Some(phase) };
+        self.emit(EventKind::OutputItemDone { output_index, item });
+    }
+
+    /// Adds an in-progress `function_call` (empty `arguments`). Returns its index.
+    pub fn function_call_start(&mut self, call_id: String, name: String, namespace: Option<String>) -> usize {
+        let output_index = self.next_index();
+        let item = OutputItem::FunctionCall {
+            id: new_id("fc"),
+            call_id,
+            name,
+            arguments: String::new(),
+            status: ItemStatus::InProgress,
+            namespace,
+        };
+        self.emit(EventKind::OutputItemAdded { output_index, item });
+        output_index
+    }
+
+    /// Adds an in-progress `custom_tool_call` (empty `input`). Returns its index.
+    pub fn custom_call_start(&mut self, call_id: String, name: String, namespace: Option<String>) -> usize {
+        let output_index = self.next_index();
+        let item = OutputItem::CustomToolCall {
+            id: new_id("ctc"),
+            call_id,
+            name,
+            input: String::new(),
+            status: ItemStatus::InProgress,
+            namespace,
+        };
+        self.emit(EventKind::OutputItemAdded { output_index, item });
+        output_index
+    }
+
+    /// `response.function_call_arguments.delta` or `response.custom_tool_call_input.delta`,
+    /// by the item's type.
+    pub fn call_delta(&mut self, output_index: usize, delta: String) {
+        if delta.is_empty() {
+            return;
+        }
+        let kind = match self.acc.item(output_index) {
+            Some(OutputItem::FunctionCall { id, .. }) => {
+                EventKind::FunctionCallArgumentsDelta { item_id: id.clone(), output_index, delta }
+            }
+            Some(OutputItem::CustomToolCall { id, .. }) => {
+                EventKind::CustomToolCallInputDelta { item_id: id.clone(), output_index, delta }
+            }
+            _ => return,
+        };
+        self.emit(kind);
+    }
+
+    /// Closes a call item: `…arguments.done` / `…input.done` with the final text, then
+    /// `output_item.done` with `status`.
+    pub fn call_done(&mut self, output_index: usize, final_text: String, status: ItemStatus) {
+        let Some(item) = self.acc.item(output_index).cloned() else { return };
+        let done_item = match item {
+            OutputItem::FunctionCall { id, call_id, name, namespace, .. } => {
+                self.emit(EventKind::FunctionCallArgumentsDone {
+                    item_id: id.clone(),
+                    output_index,
+                    name: name.clone(),
+                    arguments: final_text.clone(),
+                });
+                OutputItem::FunctionCall { id, call_id, name, arguments: final_text, status, namespace }
+            }
+            OutputItem::CustomToolCall { id, call_id, name, namespace, .. } => {
+                self.emit(EventKind::CustomToolCallInputDone {
+                    item_id: id.clone(),
+                    output_index,
+                    input: final_text.clone(),
+                });
+                OutputItem::CustomToolCall { id, call_id, name, input: final_text, status, namespace }
+            }
+            _ => return,
+        };
+        self.emit(EventKind::OutputItemDone { output_index, item: done_item });
+    }
+
+    /// Adds and completes an item in one step (`output_item.added` + `output_item.done`),
+    /// e.g. a gateway tool's output. Returns its index.
+    pub fn add_done_item(&mut self, added: OutputItem, done: OutputItem) -> usize {
+        let output_index = self.next_index();
+        self.emit(EventKind::OutputItemAdded { output_index, item: added });
+        self.emit(EventKind::OutputItemDone { output_index, item: done });
+        output_index
+    }
+
+    /// The `error` event: flat fields plus the nested object (contract §8.3 #7).
+    pub fn error_event(&mut self, code: &str, message: &str) {
+        self.emit(EventKind::Error {
+            code: Some(code.to_string()),
+            message: message.to_string(),
+            param: None,
+            error: ErrorEventDetail {
+                kind: "server_error".into(),
+                code: Some(code.to_string()),
+                message: message.to_string(),
+                param: None,
+            },
+        });
+    }
+
+    /// Emits the one terminal event and returns the final Response.
+    pub fn finish(&mut self, terminal: Terminal, usage: Usage) -> Response {
+        let mut response = self.acc.response.clone();
+        response.usage = Some(usage);
+        let kind = match terminal {
+            Terminal::Completed => {
+                response.status = ResponseStatus::Completed;
+                response.completed_at = Some(now_secs());
+                EventKind::Completed { response: Box::new(response) }
+            }
+            Terminal::Incomplete(reason) => {
+                response.status = ResponseStatus::Incomplete;
+                response.incomplete_details = Some(IncompleteDetails { reason });
+                EventKind::Incomplete { response: Box::new(response) }
+            }
+            Terminal::Failed { code, message } => {
+                response.status = ResponseStatus::Failed;
+                response.error = Some(ResponseError { code, message });
+                EventKind::Failed { response: Box::new(response) }
+            }
+        };
+        self.emit(kind);
+        self.acc.response.clone()
+    }
+
+    /// The current `arguments` / `input` of the call item at `output_index`.
+    pub fn call_text(&self, output_index: usize) -> String {
+        match self.acc.item(output_index) {
+            Some(OutputItem::FunctionCall { arguments, .. }) => arguments.clone(),
+            Some(OutputItem::CustomToolCall { input, .. }) => input.clone(),
+            _ => String::new(),
+        }
+    }
+
+    /// Drops progress-only items (marked by `prefix` on their id) from the folded Response;
+    /// used for non-streaming answers and storage, which never carry them.
+    pub fn strip_items(response: &mut Response, prefix: &str) {
+        response.output.retain(|i| !i.id().starts_with(prefix));
+    }
+}
+
+/// Unix time in seconds.
+pub fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}

@@ -1,0 +1,9 @@
+//! The one emitter of canonical events, and the accumulator that folds them into the
+//! Response (DESIGN.md "events::Emitter").
+
+pub mod accumulator;
+pub mod emitter;
+pub mod ids;
+
+pub use accumulator::Accumulator;
+pub use emitter::{Emitter, Sink};

@@ -1,0 +1,31 @@
+//! `GET /healthz` (liveness) and `GET /readyz` (ready only when the upstream answers).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::Json;
+use serde_json::json;
+
+use super::AppState;
+use crate::error::HttpError;
+
+/// Liveness: 200 `{"status":"ok"}` while the process serves.
+pub async fn healthz() -> impl IntoResponse {
+    Json(json!({"status": "ok"}))
+}
+
+/// Readiness: 200 when `GET {upstream}/models` answers within 5 s, else 503.
+pub async fn readyz(State(state): State<Arc<AppState>>) -> impl IntoResponse {
+    match state.upstream.models(Duration::from_secs(5)).await {
+        Ok(_) => (StatusCode::OK, Json(json!({"status": "ready"}))),
+        Err(e) => (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "not_ready", "reason": e.to_string()}))),
+    }
+}
+
+/// 404 in the OpenAI shape for unknown routes.
+pub async fn not_found() -> HttpError {
+    HttpError::not_found(None, "Unknown request URL. Please check the URL and method.", "unknown_url")
+}

@@ -1,0 +1,34 @@
+//! responses-gateway: an OpenAI-compatible Responses API gateway that owns tool execution.
+//! See `DESIGN.md` (shared) for the ownership model and pipeline.
+
+pub mod config;
+pub mod error;
+pub mod events;
+pub mod http;
+pub mod tools;
+pub mod turn;
+pub mod upstream;
+
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+
+pub use config::Config;
+
+/// Installs the rustls crypto provider (ring) once; reqwest is built without a default.
+pub fn install_crypto() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// Serves on an already-bound listener until `shutdown` resolves.
+pub async fn serve_on(
+    listener: TcpListener,
+    config: &Config,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    install_crypto();
+    let state = Arc::new(http::AppState::from_config(config)?);
+    let app = http::router(state, config.server.max_body_bytes);
+    axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
+    Ok(())
+}

@@ -1,0 +1,97 @@
+//! The `responses-gateway` command: `serve` and `check-config`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use responses_gateway::config::{Config, Overrides};
+
+/// OpenAI-compatible Responses API gateway that owns tool execution.
+#[derive(Parser, Debug)]
+#[command(name = "responses-gateway", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the gateway.
+    Serve(Common),
+    /// Load and validate the configuration, print it (secrets are never printed), and exit.
+    CheckConfig(Common),
+}
+
+#[derive(Args, Debug)]
+struct Common {
+    /// The upstream's OpenAI base URL including /v1, e.g. http://127.0.0.1:8000/v1.
+    #[arg(long, value_name = "URL")]
+    upstream_url: Option<String>,
+    /// Name of the environment variable that holds the upstream API key.
+    #[arg(long, value_name = "VAR")]
+    upstream_api_key_env: Option<String>,
+    /// Address to listen on [default: 127.0.0.1:8080].
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<SocketAddr>,
+    /// Data directory [default: $XDG_DATA_HOME/responses-gateway].
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// TOML configuration file (see docs/config.example.toml).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
+impl Common {
+    fn load(&self) -> anyhow::Result<Config> {
+        let overrides = Overrides {
+            upstream_url: self.upstream_url.clone(),
+            upstream_api_key_env: self.upstream_api_key_env.clone(),
+            listen: self.listen,
+            data_dir: self.data_dir.clone(),
+        };
+        Config::load(self.config.as_deref(), &overrides)
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("RUST_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let result = match cli.command {
+        Command::CheckConfig(c) => c.load().map(|config| {
+            println!("{}", toml_string(&config));
+        }),
+        Command::Serve(c) => c.load().and_then(run),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}
+
+fn toml_string(config: &Config) -> String {
+    serde_json::to_string_pretty(config).unwrap_or_default()
+}
+
+fn run(config: Config) -> anyhow::Result<()> {
+    // Fail at start, not at the first request, when a named key variable is unset.
+    config.upstream_api_key()?;
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(config.server.listen).await?;
+        let addr = listener.local_addr()?;
+        tracing::info!(%addr, data_dir = %config.data_dir().display(), "listening on http://{addr}");
+        let shutdown = async {
+            let _ = tokio::signal::ctrl_c().await;
+        };
+        responses_gateway::serve_on(listener, &config, shutdown).await
+    })
+}

@@ -1,0 +1,93 @@
+//! `tool_choice` (contract §3), resolved against the request's [`ToolSet`].
+
+use protocol::ApiError;
+use serde_json::{json, Value};
+
+use super::ToolSet;
+
+/// The resolved tool choice; names are model-visible names.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum ToolChoice {
+    /// No tool is declared upstream and none is executed.
+    None,
+    #[default]
+    Auto,
+    Required,
+    /// Forces one tool.
+    Named(String),
+    /// Only these tools are declared upstream; `required` forces one of them.
+    Allowed { required: bool, names: Vec<String> },
+}
+
+fn not_found(name: &str) -> ApiError {
+    ApiError::invalid(
+        Some("tool_choice".to_string()),
+        format!("Tool choice '{name}' not found in 'tools' parameter."),
+    )
+}
+
+/// Resolves `tool_choice` against `set`. Naming an undeclared tool → 400 with
+/// `param: "tool_choice"` (contract §3). Returns the choice and its echo.
+pub fn resolve(v: Option<&Value>, set: &ToolSet) -> Result<(ToolChoice, Value), ApiError> {
+    let invalid = || {
+        ApiError::invalid(Some("tool_choice".to_string()), "Invalid value for 'tool_choice'.")
+            .with_code("invalid_value")
+    };
+    let Some(v) = v.filter(|v| !v.is_null()) else {
+        return Ok((ToolChoice::Auto, json!("auto")));
+    };
+    match v {
+        Value::String(s) => match s.as_str() {
+            "none" => Ok((ToolChoice::None, v.clone())),
+            "auto" => Ok((ToolChoice::Auto, v.clone())),
+            "required" => {
+                if set.entries().is_empty() {
+                    return Err(ApiError::invalid(
+                        Some("tool_choice".to_string()),
+                        "tool_choice 'required' needs at least one tool in 'tools'.",
+                    ));
+                }
+                Ok((ToolChoice::Required, v.clone()))
+            }
+            _ => Err(invalid()),
+        },
+        Value::Object(o) => {
+            let kind = o.get("type").and_then(Value::as_str).ok_or_else(invalid)?;
+            match kind {
+                "function" | "custom" => {
+                    let name = o.get("name").and_then(Value::as_str).ok_or_else(invalid)?;
+                    let ns = o.get("namespace").and_then(Value::as_str);
+                    let entry = set.find(name, ns).ok_or_else(|| not_found(name))?;
+                    let matches = match kind {
+                        "function" => entry.kind == super::ToolKind::Function,
+                        _ => entry.kind == super::ToolKind::Custom,
+                    };
+                    if !matches {
+                        return Err(not_found(name));
+                    }
+                    Ok((ToolChoice::Named(entry.visible_name().to_string()), v.clone()))
+                }
+                "allowed_tools" => {
+                    let required = match o.get("mode").and_then(Value::as_str) {
+                        Some("auto") => false,
+                        Some("required") => true,
+                        _ => return Err(invalid()),
+                    };
+                    let Some(Value::Array(tools)) = o.get("tools") else {
+                        return Err(invalid());
+                    };
+                    let mut names = Vec::new();
+                    for t in tools {
+                        let name = t.get("name").and_then(Value::as_str).ok_or_else(invalid)?;
+                        let ns = t.get("namespace").and_then(Value::as_str);
+                        let entry = set.find(name, ns).ok_or_else(|| not_found(name))?;
+                        names.push(entry.visible_name().to_string());
+                    }
+                    Ok((ToolChoice::Allowed { required, names }, v.clone()))
+                }
+                other => Err(not_found(other)),
+            }
+        }
+        _ => Err(invalid()),
+    }
+}

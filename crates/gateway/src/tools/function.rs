@@ -1,0 +1,79 @@
+//! `function` tools (contract §2): client-owned, forwarded as they are.
+
+use protocol::ApiError;
+use serde_json::{json, Value};
+
+use super::{check_name, opt_str, visible_name, Owner, ToolEntry, ToolKind, UpstreamFunction};
+
+/// Validates a `function` declaration at `param` (e.g. `tools[0]`). Missing or null
+/// `parameters` become `{"type":"object","properties":{}}` because some model servers
+/// reject null. Returns the entry and the normalized echo.
+pub fn declare(
+    decl: &Value,
+    param: &str,
+    namespace: Option<&str>,
+) -> Result<(Vec<ToolEntry>, Value), ApiError> {
+    let name = check_name(decl.get("name"), param)?;
+    let description = opt_str(decl, "description", param)?;
+    let parameters = match decl.get("parameters") {
+        None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
+        Some(p @ Value::Object(_)) => p.clone(),
+        Some(_) => {
+            return Err(ApiError::invalid(
+                format!("{param}.parameters"),
+                "Invalid type for 'parameters': expected a JSON Schema object.",
+            )
+            .with_code("invalid_type"))
+        }
+    };
+    let strict = match decl.get("strict") {
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(b)) => Some(*b),
+        Some(_) => {
+            return Err(ApiError::invalid(
+                format!("{param}.strict"),
+                "Invalid type for 'strict': expected a boolean.",
+            )
+            .with_code("invalid_type"))
+        }
+    };
+    let mut echo = decl.clone();
+    echo["parameters"] = parameters.clone();
+    echo["strict"] = json!(strict.unwrap_or(false));
+    if echo.get("description").is_none() {
+        echo["description"] = Value::Null;
+    }
+    let entry = ToolEntry {
+        name: name.clone(),
+        namespace: namespace.map(str::to_string),
+        kind: ToolKind::Function,
+        owner: Owner::Client,
+        upstream: UpstreamFunction {
+            name: visible_name(&name, namespace),
+            description,
+            parameters,
+            strict,
+        },
+    };
+    Ok((vec![entry], echo))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn null_parameters_become_empty_object_schema() {
+        let (e, echo) =
+            declare(&json!({"type":"function","name":"f","parameters":null}), "tools[0]", None)
+                .unwrap();
+        assert_eq!(e[0].upstream.parameters, json!({"type":"object","properties":{}}));
+        assert_eq!(echo["parameters"], json!({"type":"object","properties":{}}));
+    }
+
+    #[test]
+    fn bad_name_is_a_400_naming_the_param() {
+        let err = declare(&json!({"type":"function","name":"a b"}), "tools[3]", None).unwrap_err();
+        assert_eq!(err.param.as_deref(), Some("tools[3].name"));
+    }
+}

@@ -1,0 +1,47 @@
+//! `namespace` tools (contract §2): a named group of `function`/`custom` tools. Each member
+//! is declared upstream as `<namespace>__<name>`; calls come back with `namespace` set.
+
+use protocol::ApiError;
+use serde_json::Value;
+
+use super::{check_name, custom, function, ToolEntry};
+
+/// Separator between namespace and member name in the model-visible name.
+pub const SEPARATOR: &str = "__";
+
+/// Validates a `namespace` declaration and its members.
+pub fn declare(decl: &Value, param: &str) -> Result<(Vec<ToolEntry>, Value), ApiError> {
+    let ns = check_name(decl.get("name"), param)?;
+    let Some(Value::Array(members)) = decl.get("tools") else {
+        return Err(ApiError::invalid(
+            format!("{param}.tools"),
+            "A namespace needs 'tools': an array of function or custom tools.",
+        )
+        .with_code("missing_required_parameter"));
+    };
+    if members.is_empty() {
+        return Err(ApiError::invalid(format!("{param}.tools"), "A namespace needs at least one tool.")
+            .with_code("empty_array"));
+    }
+    let mut entries = Vec::new();
+    let mut echo_members = Vec::new();
+    for (j, m) in members.iter().enumerate() {
+        let mp = format!("{param}.tools[{j}]");
+        let (mut e, echo) = match m.get("type").and_then(Value::as_str) {
+            Some("function") => function::declare(m, &mp, Some(&ns))?,
+            Some("custom") => custom::declare(m, &mp, Some(&ns))?,
+            _ => {
+                return Err(ApiError::invalid(
+                    format!("{mp}.type"),
+                    "A namespace member must be a 'function' or 'custom' tool.",
+                )
+                .with_code("invalid_value"))
+            }
+        };
+        entries.append(&mut e);
+        echo_members.push(echo);
+    }
+    let mut echo = decl.clone();
+    echo["tools"] = Value::Array(echo_members);
+    Ok((entries, echo))
+}

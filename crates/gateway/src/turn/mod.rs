@@ -1,0 +1,9 @@
+//! One turn: `prepare` (parse, validate, build the ToolSet and transcript), then `run`
+//! (the bounded loop over upstream rounds). DESIGN.md "Pipeline".
+
+pub mod prepare;
+pub mod run;
+pub mod transcript;
+
+pub use prepare::{parse_request, prepare, Prepared};
+pub use run::{run, Limits, Outcome};

@@ -1,0 +1,243 @@
+//! `turn::prepare`: request bytes → a validated [`Prepared`] turn, or a 4xx in the
+//! OpenAI error shape naming the offending `param` (contract §9).
+
+use std::collections::BTreeMap;
+
+use axum::http::StatusCode;
+use protocol::input::{Input, InputItem};
+use protocol::request::{TextConfig, TextFormat, Verbosity};
+use protocol::{ApiError, CreateResponse, Response, ResponseStatus};
+use serde_json::json;
+
+use crate::error::HttpError;
+use crate::events::emitter::now_secs;
+use crate::events::ids::new_id;
+use crate::tools::ToolSet;
+use crate::turn::transcript::{self, Transcript};
+use crate::upstream::Sampling;
+
+/// A validated turn, ready to run.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// The echo of the request: the Response before any output.
+    pub base: Response,
+    pub upstream_model: String,
+    pub transcript: Transcript,
+    pub tools: ToolSet,
+    pub sampling: Sampling,
+    /// Output-token cap summed over all rounds.
+    pub max_output_tokens: Option<u64>,
+    pub stream: bool,
+    pub store: bool,
+}
+
+/// Parses the body. Not JSON → 400 with `param: null`; a wrong type → 400 naming the
+/// field path (e.g. `input[0].content`). Unknown top-level fields are returned for the
+/// caller to ignore or reject.
+pub fn parse_request(body: &[u8]) -> Result<CreateResponse, ApiError> {
+    let de = &mut serde_json::Deserializer::from_slice(body);
+    match serde_path_to_error::deserialize::<_, CreateResponse>(de) {
+        Ok(req) => Ok(req),
+        Err(err) => {
+            let path = err.path().to_string();
+            let inner = err.into_inner();
+            if inner.is_syntax() || inner.is_eof() {
+                return Err(ApiError::invalid(
+                    None,
+                    format!("We could not parse the JSON body of your request: {inner}"),
+                ));
+            }
+            let param = if path.is_empty() || path == "." { None } else { Some(path.clone()) };
+            let message = match &param {
+                Some(p) => format!("Invalid value for '{p}': {inner}"),
+                None => format!("Invalid request body: {inner}"),
+            };
+            Err(ApiError::invalid(param, message).with_code("invalid_type"))
+        }
+    }
+}
+
+fn bad(param: &str, message: impl Into<String>, code: &str) -> HttpError {
+    HttpError::bad_request(Some(param.to_string()), message).with_code(code)
+}
+
+/// Validates the request and builds the turn. `models` maps public → upstream names
+/// (absent: pass through); an unknown model → 404 `model_not_found`.
+pub fn prepare(
+    req: CreateResponse,
+    models: Option<&BTreeMap<String, String>>,
+    reject_unknown: bool,
+) -> Result<Prepared, HttpError> {
+    if let Some(key) = req.unknown.keys().next() {
+        if reject_unknown {
+            return Err(bad(key, format!("Unknown parameter: '{key}'."), "unknown_parameter"));
+        }
+        tracing::debug!(fields = ?req.unknown.keys().collect::<Vec<_>>(), "ignoring unknown request fields");
+    }
+    let Some(model) = req.model.clone().filter(|m| !m.is_empty()) else {
+        return Err(bad("model", "Missing required parameter: 'model'.", "missing_required_parameter"));
+    };
+    let upstream_model = match models {
+        None => model.clone(),
+        Some(map) => match map.get(&model) {
+            Some(u) => u.clone(),
+            None => {
+                return Err(HttpError::not_found(
+                    Some("model"),
+                    format!("The model '{model}' does not exist or you do not have access to it."),
+                    "model_not_found",
+                ))
+            }
+        },
+    };
+    check_ranges(&req)?;
+    if let Some(id) = &req.previous_response_id {
+        return Err(HttpError {
+            status: StatusCode::BAD_REQUEST,
+            error: ApiError::invalid(
+                Some("previous_response_id".to_string()),
+                format!("Previous response with id '{id}' not found."),
+            )
+            .with_code("previous_response_not_found"),
+        });
+    }
+    if req.conversation.as_ref().is_some_and(|c| !c.is_null()) {
+        return Err(bad("conversation", "Conversations are not available on this gateway yet.", "conversation_not_found"));
+    }
+    if req.background == Some(true) {
+        return Err(bad("background", "Background mode is not supported by this gateway.", "unsupported_parameter"));
+    }
+    let items: Vec<InputItem> = match req.input.clone() {
+        Some(Input::Text(s)) => vec![InputItem::Message(protocol::input::InputMessage {
+            role: protocol::input::Role::User,
+            content: protocol::MessageContent::Text(s),
+            id: None,
+            status: None,
+            phase: None,
+        })],
+        Some(Input::Items(items)) => items,
+        None => return Err(bad("input", "Missing required parameter: 'input'.", "missing_required_parameter")),
+    };
+    let tools = ToolSet::build(req.tools.as_deref().unwrap_or(&[]), req.tool_choice.as_ref())?;
+    let transcript = transcript::build(req.instructions.as_deref(), &items)?;
+    let text = text_config(&req)?;
+    let response_format = match &text.format {
+        Some(TextFormat::JsonSchema { name, schema, description, strict }) => {
+            let mut js = json!({"name": name, "schema": schema});
+            if let Some(d) = description {
+                js["description"] = json!(d);
+            }
+            if let Some(s) = strict {
+                js["strict"] = json!(s);
+            }
+            Some(json!({"type": "json_schema", "json_schema": js}))
+        }
+        Some(TextFormat::JsonObject) => Some(json!({"type": "json_object"})),
+        _ => None,
+    };
+    let store = req.store.unwrap_or(true);
+    let sampling = Sampling {
+        temperature: req.temperature,
+        top_p: req.top_p,
+        max_tokens: req.max_output_tokens,
+        parallel_tool_calls: req.parallel_tool_calls,
+        response_format,
+        user: req.user.clone().or_else(|| req.safety_identifier.clone()),
+    };
+    let base = Response {
+        id: new_id("resp"),
+        object: "response".into(),
+        created_at: now_secs(),
+        status: ResponseStatus::InProgress,
+        background: false,
+        completed_at: None,
+        error: None,
+        incomplete_details: None,
+        instructions: req.instructions.clone(),
+        max_output_tokens: req.max_output_tokens,
+        max_tool_calls: req.max_tool_calls,
+        model,
+        output: Vec::new(),
+        parallel_tool_calls: req.parallel_tool_calls.unwrap_or(true),
+        previous_response_id: None,
+        prompt_cache_key: req.prompt_cache_key.clone(),
+        prompt_cache_retention: req.prompt_cache_retention.clone(),
+        reasoning: req.reasoning.clone().filter(|r| !r.is_null()).unwrap_or_else(|| json!({"effort": null, "summary": null})),
+        safety_identifier: req.safety_identifier.clone(),
+        service_tier: req.service_tier.clone().unwrap_or_else(|| "default".into()),
+        store,
+        temperature: req.temperature.unwrap_or(1.0),
+        text,
+        tool_choice: tools.choice_echo.clone(),
+        tools: tools.echo.clone(),
+        top_logprobs: req.top_logprobs.unwrap_or(0),
+        top_p: req.top_p.unwrap_or(1.0),
+        truncation: match req.truncation {
+            Some(protocol::request::Truncation::Auto) => "auto".into(),
+            _ => "disabled".into(),
+        },
+        usage: None,
+        user: req.user.clone(),
+        metadata: req.metadata.clone().unwrap_or_default(),
+        frequency_penalty: req.frequency_penalty.unwrap_or(0.0),
+        presence_penalty: req.presence_penalty.unwrap_or(0.0),
+    };
+    Ok(Prepared {
+        base,
+        upstream_model,
+        transcript,
+        tools,
+        sampling,
+        max_output_tokens: req.max_output_tokens,
+        stream: req.stream.unwrap_or(false),
+        store,
+    })
+}
+
+fn text_config(req: &CreateResponse) -> Result<TextConfig, HttpError> {
+    let given = req.text.clone().unwrap_or_default();
+    if let Some(TextFormat::JsonSchema { name, schema, .. }) = &given.format {
+        if !schema.is_object() {
+            return Err(bad("text.format.schema", "Invalid schema: 'schema' must be a JSON Schema object.", "invalid_json_schema"));
+        }
+        let ok = !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !ok {
+            return Err(bad("text.format.name", "Invalid 'text.format.name': use 1-64 of a-z, A-Z, 0-9, '_' and '-'.", "invalid_value"));
+        }
+    }
+    Ok(TextConfig {
+        format: Some(given.format.unwrap_or(TextFormat::Text)),
+        verbosity: Some(given.verbosity.unwrap_or(Verbosity::Medium)),
+    })
+}
+
+fn check_ranges(req: &CreateResponse) -> Result<(), HttpError> {
+    if let Some(t) = req.temperature {
+        if !(0.0..=2.0).contains(&t) {
+            return Err(bad("temperature", format!("Invalid 'temperature': {t} is outside 0 to 2."), "invalid_value"));
+        }
+    }
+    if let Some(p) = req.top_p {
+        if !(0.0..=1.0).contains(&p) {
+            return Err(bad("top_p", format!("Invalid 'top_p': {p} is outside 0 to 1."), "invalid_value"));
+        }
+    }
+    if let Some(m) = req.max_output_tokens {
+        if m < 16 {
+            return Err(bad(
+                "max_output_tokens",
+                format!("Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 16, but got {m} instead."),
+                "integer_below_min_value",
+            ));
+        }
+    }
+    if let Some(md) = &req.metadata {
+        if md.len() > 16 || md.iter().any(|(k, v)| k.chars().count() > 64 || v.chars().count() > 512) {
+            return Err(bad("metadata", "Invalid 'metadata': at most 16 pairs, keys up to 64 and values up to 512 characters.", "invalid_value"));
+        }
+    }
+    if req.prompt.as_ref().is_some_and(|p| !p.is_null()) {
+        return Err(bad("prompt", "Stored prompt templates are not supported by this gateway.", "unsupported_parameter"));
+    }
+    Ok(())
+}

@@ -1,0 +1,391 @@
+//! The transcript: what the model sees, neutral to the upstream kind. Built from the
+//! request's `instructions` and `input` items (contract §4), extended by each round.
+
+use base64::Engine;
+use protocol::input::{
+    ContentPart, InputItem, InputMessage, MessageContent, Role, ToolOutput, ToolOutputContent,
+};
+use protocol::ApiError;
+
+use crate::tools::{custom, visible_name};
+
+/// Id prefix of progress (commentary) messages that exist only in streams; a replayed
+/// message with this prefix is dropped.
+pub const PROGRESS_ID_PREFIX: &str = "msg_progress_";
+
+/// A user content part.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UserPart {
+    Text(String),
+    /// An image URL or `data:` URL, with `detail`.
+    Image { url: String, detail: Option<String> },
+}
+
+/// A tool call in the transcript, under its model-visible name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    pub call_id: String,
+    pub name: String,
+    /// JSON arguments text.
+    pub arguments: String,
+}
+
+/// One transcript entry.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Entry {
+    User(Vec<UserPart>),
+    Assistant { text: String, calls: Vec<Call> },
+    ToolResult { call_id: String, content: String },
+}
+
+/// The system text (instructions plus every system/developer message, as one leading
+/// system message) and the entries in order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Transcript {
+    pub system: Option<String>,
+    pub entries: Vec<Entry>,
+}
+
+impl Transcript {
+    /// Appends an assistant turn.
+    pub fn push_assistant(&mut self, text: String, calls: Vec<Call>) {
+        self.entries.push(Entry::Assistant { text, calls });
+    }
+
+    /// Appends a tool result.
+    pub fn push_tool_result(&mut self, call_id: String, content: String) {
+        self.entries.push(Entry::ToolResult { call_id, content });
+    }
+
+    fn push_call(&mut self, call: Call) {
+        if let Some(Entry::Assistant { calls, .. }) = self.entries.last_mut() {
+            calls.push(call);
+        } else {
+            self.entries.push(Entry::Assistant { text: String::new(), calls: vec![call] });
+        }
+    }
+}
+
+/// Builds the transcript. Errors (400): a tool output whose `call_id` matches no earlier
+/// call or repeats one, a call with no output (`No tool output found for function call …`),
+/// an unsupported `input_file`, an `item_reference` (needs a stored response).
+pub fn build(instructions: Option<&str>, items: &[InputItem]) -> Result<Transcript, ApiError> {
+    let mut t = Transcript::default();
+    let mut system: Vec<String> = instructions.filter(|s| !s.is_empty()).map(|s| vec![s.to_string()]).unwrap_or_default();
+    // call_id → answered?
+    let mut calls: Vec<(String, bool)> = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let param = format!("input[{i}]");
+        match item {
+            InputItem::Message(m) => message(m, &param, &mut system, &mut t)?,
+            InputItem::FunctionCall(c) => {
+                calls.push((c.call_id.clone(), false));
+                t.push_call(Call {
+                    call_id: c.call_id.clone(),
+                    name: visible_name(&c.name, c.namespace.as_deref()),
+                    arguments: c.arguments.clone(),
+                });
+            }
+            InputItem::CustomToolCall(c) => {
+                calls.push((c.call_id.clone(), false));
+                t.push_call(Call {
+                    call_id: c.call_id.clone(),
+                    name: visible_name(&c.name, c.namespace.as_deref()),
+                    arguments: custom::arguments_from_input(&c.input),
+                });
+            }
+            InputItem::FunctionCallOutput(o) | InputItem::CustomToolCallOutput(o) => {
+                let call_id = answer(o, &param, &mut calls)?;
+                let content = tool_output_text(&o.output, &param)?;
+                t.push_tool_result(call_id, content);
+            }
+            InputItem::Reasoning(_) | InputItem::Other { .. } => {}
+            InputItem::ItemReference { id } => {
+                return Err(ApiError::invalid(
+                    param,
+                    format!("Item with id '{id}' not found: item references need a stored response."),
+                ))
+            }
+        }
+    }
+    if let Some((call_id, _)) = calls.iter().find(|(_, answered)| !answered) {
+        return Err(ApiError::invalid(
+            Some("input".to_string()),
+            format!("No tool output found for function call {call_id}."),
+        ));
+    }
+    if !system.is_empty() {
+        t.system = Some(system.join("\n\n"));
+    }
+    Ok(t)
+}
+
+fn answer(o: &ToolOutput, param: &str, calls: &mut [(String, bool)]) -> Result<String, ApiError> {
+    let Some(call_id) = o.call_id.as_deref() else {
+        return Err(ApiError::invalid(
+            format!("{param}.call_id"),
+            format!("Missing required parameter: '{param}.call_id'."),
+        )
+        .with_code("missing_required_parameter"));
+    };
+    match calls.iter_mut().find(|(id, _)| id == call_id) {
+        None => Err(ApiError::invalid(
+            format!("{param}.call_id"),
+            format!("No tool call found for output with call_id {call_id}."),
+        )),
+        Some((_, true)) => Err(ApiError::invalid(
+            format!("{param}.call_id"),
+            format!("Duplicate tool output for call_id {call_id}."),
+        )),
+        Some((_, answered)) => {
+            *answered = true;
+            Ok(call_id.to_string())
+        }
+    }
+}
+
+fn message(
+    m: &InputMessage,
+    param: &str,
+    system: &mut Vec<String>,
+    t: &mut Transcript,
+) -> Result<(), ApiError> {
+    match m.role {
+        Role::System | Role::Developer => {
+            let text = text_only(&m.content, param)?;
+            if !text.is_empty() {
+                system.push(text);
+            }
+        }
+        Role::Assistant => {
+            if m.id.as_deref().is_some_and(|id| id.starts_with(PROGRESS_ID_PREFIX)) {
+                return Ok(());
+            }
+            let text = text_only(&m.content, param)?;
+            t.entries.push(Entry::Assistant { text, calls: Vec::new() });
+        }
+        Role::User => {
+            let parts = match &m.content {
+                MessageContent::Text(s) => vec![UserPart::Text(s.clone())],
+                MessageContent::Parts(parts) => {
+                    let mut out = Vec::with_capacity(parts.len());
+                    for (j, p) in parts.iter().enumerate() {
+                        out.push(user_part(p, &format!("{param}.content[{j}]"))?);
+                    }
+                    out
+                }
+            };
+            t.entries.push(Entry::User(parts));
+        }
+    }
+    Ok(())
+}
+
+fn text_only(content: &MessageContent, param: &str) -> Result<String, ApiError> {
+    match content {
+        MessageContent::Text(s) => Ok(s.clone()),
+        MessageContent::Parts(parts) => {
+            let mut out = String::new();
+            for (j, p) in parts.iter().enumerate() {
+                let piece = match p {
+                    ContentPart::InputText { text } | ContentPart::OutputText { text, .. } => {
+                        text.clone()
+                    }
+                    ContentPart::Refusal { refusal } => refusal.clone(),
+                    ContentPart::InputFile { .. } => file_text(p, &format!("{param}.content[{j}]"))?,
+                    ContentPart::InputImage { .. } => {
+                        return Err(ApiError::invalid(
+                            format!("{param}.content[{j}]"),
+                            "Images are only supported in user messages and tool outputs.",
+                        ))
+                    }
+                };
+                if !out.is_empty() && !piece.is_empty() {
+                    out.push('\n');
+                }
+                out.push_str(&piece);
+            }
+            Ok(out)
+        }
+    }
+}
+
+fn user_part(p: &ContentPart, param: &str) -> Result<UserPart, ApiError> {
+    Ok(match p {
+        ContentPart::InputText { text } | ContentPart::OutputText { text, .. } => {
+            UserPart::Text(text.clone())
+        }
+        ContentPart::Refusal { refusal } => UserPart::Text(refusal.clone()),
+        ContentPart::InputImage { image_url: Some(url), detail, .. } => {
+            UserPart::Image { url: url.clone(), detail: detail.clone() }
+        }
+        ContentPart::InputImage { .. } => {
+            return Err(ApiError::invalid(
+                format!("{param}.image_url"),
+                "input_image needs 'image_url' (a URL or data: URL); file_id is not supported here.",
+            ))
+        }
+        ContentPart::InputFile { .. } => UserPart::Text(file_text(p, param)?),
+    })
+}
+
+/// Text MIME types (and file extensions) that are inlined as text.
+fn is_text_type(mime: &str, filename: Option<&str>) -> bool {
+    let mime = mime.to_ascii_lowercase();
+    if mime.starts_with("text/")
+        || matches!(
+            mime.as_str(),
+            "application/json" | "application/xml" | "application/x-yaml" | "application/yaml"
+                | "application/toml" | "application/javascript" | "application/x-sh"
+        )
+    {
+        return true;
+    }
+    if mime.is_empty() || mime == "application/octet-stream" {
+        let ext = filename.and_then(|f| f.rsplit_once('.')).map(|(_, e)| e.to_ascii_lowercase());
+        return matches!(
+            ext.as_deref(),
+            Some(
+                "txt" | "md" | "markdown" | "csv" | "tsv" | "json" | "jsonl" | "xml" | "yaml"
+                    | "yml" | "toml" | "html" | "htm" | "rs" | "py" | "js" | "ts" | "go" | "c"
+                    | "h" | "cpp" | "java" | "sh" | "sql" | "log" | "ini" | "rst"
+            )
+        );
+    }
+    false
+}
+
+/// Inlines a text `input_file` given as `file_data` (a `data:` URL or plain base64).
+fn file_text(p: &ContentPart, param: &str) -> Result<String, ApiError> {
+    let ContentPart::InputFile { file_data, filename, file_id, file_url } = p else {
+        return Ok(String::new());
+    };
+    let Some(data) = file_data else {
+        let what = if file_id.is_some() { "file_id" } else if file_url.is_some() { "file_url" } else { "file_data" };
+        return Err(ApiError::invalid(
+            format!("{param}.{what}"),
+            format!("input_file with '{what}' is not supported; send the file's text as 'file_data'."),
+        )
+        .with_code("unsupported_file"));
+    };
+    let (mime, b64) = match data.strip_prefix("data:") {
+        Some(rest) => match rest.split_once(',') {
+            Some((meta, payload)) => (meta.trim_end_matches(";base64").to_string(), payload),
+            None => return Err(ApiError::invalid(format!("{param}.file_data"), "Malformed data: URL.")),
+        },
+        None => (String::new(), data.as_str()),
+    };
+    if !is_text_type(&mime, filename.as_deref()) {
+        return Err(ApiError::invalid(
+            format!("{param}.file_data"),
+            format!(
+                "Unsupported file type '{}' for input_file: only text files can be inlined for this model.",
+                if mime.is_empty() { filename.as_deref().unwrap_or("unknown") } else { &mime }
+            ),
+        )
+        .with_code("unsupported_file"));
+    }
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(b64.trim())
+        .map_err(|_| ApiError::invalid(format!("{param}.file_data"), "file_data is not valid base64."))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| ApiError::invalid(format!("{param}.file_data"), "file_data is not UTF-8 text."))?;
+    let name = filename.as_deref().unwrap_or("file");
+    Ok(format!("<file name=\"{name}\">\n{text}\n</file>"))
+}
+
+/// Text of a tool output: a string, or its text parts joined; images become a note.
+fn tool_output_text(o: &ToolOutputContent, param: &str) -> Result<String, ApiError> {
+    match o {
+        ToolOutputContent::Text(s) => Ok(s.clone()),
+        ToolOutputContent::Parts(parts) => {
+            let mut out = Vec::new();
+            for (j, p) in parts.iter().enumerate() {
+                match p {
+                    ContentPart::InputText { text } | ContentPart::OutputText { text, .. } => {
+                        out.push(text.clone())
+                    }
+                    ContentPart::InputFile { .. } => {
+                        out.push(file_text(p, &format!("{param}.output[{j}]"))?)
+                    }
+                    ContentPart::InputImage { .. } => out.push("[image omitted]".to_string()),
+                    ContentPart::Refusal { refusal } => out.push(refusal.clone()),
+                }
+            }
+            Ok(out.join("\n"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn items(v: serde_json::Value) -> Vec<InputItem> {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn system_and_developer_merge_into_one_leading_system() {
+        let t = build(
+            Some("Be brief."),
+            &items(json!([
+                {"role":"developer","content":"Use metric."},
+                {"role":"user","content":"hi"},
+                {"type":"message","role":"system","content":[{"type":"input_text","text":"Late rule."}]}
+            ])),
+        )
+        .unwrap();
+        assert_eq!(t.system.as_deref(), Some("Be brief.\n\nUse metric.\n\nLate rule."));
+        assert_eq!(t.entries, vec![Entry::User(vec![UserPart::Text("hi".into())])]);
+    }
+
+    #[test]
+    fn call_without_output_names_the_call_id() {
+        let err = build(None, &items(json!([
+            {"role":"user","content":"x"},
+            {"type":"function_call","call_id":"call_9","name":"f","arguments":"{}"}
+        ]))).unwrap_err();
+        assert!(err.message.contains("call_9"), "{}", err.message);
+    }
+
+    #[test]
+    fn output_must_match_exactly_one_call() {
+        let orphan = build(None, &items(json!([
+            {"type":"function_call_output","call_id":"nope","output":"x"}
+        ]))).unwrap_err();
+        assert_eq!(orphan.param.as_deref(), Some("input[0].call_id"));
+        let twice = build(None, &items(json!([
+            {"type":"function_call","call_id":"c","name":"f","arguments":"{}"},
+            {"type":"function_call_output","call_id":"c","output":"1"},
+            {"type":"function_call_output","call_id":"c","output":"2"}
+        ]))).unwrap_err();
+        assert_eq!(twice.param.as_deref(), Some("input[2].call_id"));
+    }
+
+    #[test]
+    fn reasoning_and_progress_messages_are_dropped() {
+        let t = build(None, &items(json!([
+            {"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"secret"}]},
+            {"type":"message","id":"msg_progress_1","role":"assistant","status":"completed","content":[{"type":"output_text","text":"Looking up","annotations":[]}]},
+            {"type":"message","id":"msg_2","role":"assistant","status":"completed","phase":"final_answer","content":[{"type":"output_text","text":"Hi","annotations":[]}]},
+            {"type":"some_future_item","x":1}
+        ]))).unwrap();
+        assert_eq!(t.entries, vec![Entry::Assistant { text: "Hi".into(), calls: vec![] }]);
+    }
+
+    #[test]
+    fn text_files_inline_and_binary_files_are_rejected() {
+        let b64 = base64::engine::general_purpose::STANDARD.encode("col\n1");
+        let t = build(None, &items(json!([{"role":"user","content":[
+            {"type":"input_file","filename":"a.csv","file_data":format!("data:text/csv;base64,{b64}")}
+        ]}]))).unwrap();
+        let Entry::User(parts) = &t.entries[0] else { panic!() };
+        assert_eq!(parts[0], UserPart::Text("<file name=\"a.csv\">\ncol\n1\n</file>".into()));
+        let err = build(None, &items(json!([{"role":"user","content":[
+            {"type":"input_file","filename":"a.pdf","file_data":"data:application/pdf;base64,JVBERi0="}
+        ]}]))).unwrap_err();
+        assert_eq!(err.code.as_deref(), Some("unsupported_file"));
+    }
+}

@@ -1,0 +1,351 @@
+//! The Chat Completions adapter (contract §11): transcript → `POST {base}/chat/completions`
+//! with `stream: true`, and the SSE answer → [`UpstreamEvent`]s. SSE framing is parsed by
+//! the `eventsource-stream` crate.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::time::Duration;
+
+use eventsource_stream::{Event, EventStreamError, Eventsource};
+use futures_util::{Stream, StreamExt};
+use protocol::chat::{ChatChunk, ChatUsage};
+use protocol::response::{InputTokensDetails, OutputTokensDetails, Usage};
+use serde_json::{json, Map, Value};
+
+use super::{FinishReason, RoundRequest, UpstreamError, UpstreamEvent};
+use crate::tools::ToolChoice;
+use crate::turn::transcript::{Entry, Transcript, UserPart};
+
+/// A configured chat-completions upstream.
+#[derive(Debug, Clone)]
+pub struct ChatCompletions {
+    client: reqwest::Client,
+    base: String,
+    api_key: Option<String>,
+    idle: Duration,
+}
+
+impl ChatCompletions {
+    /// `base` is the OpenAI base URL including `/v1`; `idle` bounds every wait on the
+    /// upstream (headers and each chunk).
+    pub fn new(base: &str, api_key: Option<String>, idle: Duration, connect: Duration) -> anyhow::Result<Self> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(connect)
+            .tcp_nodelay(true)
+            .pool_max_idle_per_host(256)
+            .build()?;
+        Ok(ChatCompletions { client, base: base.trim_end_matches('/').to_string(), api_key, idle })
+    }
+
+    fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let rb = self.client.request(method, format!("{}{path}", self.base));
+        match &self.api_key {
+            Some(k) => rb.bearer_auth(k),
+            None => rb,
+        }
+    }
+
+    /// `GET {base}/models`, passed through as JSON (used by `/v1/models` and `/readyz`).
+    pub async fn models(&self, timeout: Duration) -> Result<Value, UpstreamError> {
+        let resp = tokio::time::timeout(timeout, self.request(reqwest::Method::GET, "/models").send())
+            .await
+            .map_err(|_| UpstreamError::Timeout(timeout.as_millis() as u64))?
+            .map_err(|e| self.sanitize(e))?;
+        let status = resp.status();
+        if !status.is_success() {
+            return Err(UpstreamError::Status { status: status.as_u16(), message: "models list failed".into() });
+        }
+        resp.json::<Value>().await.map_err(|_| UpstreamError::Protocol("models list is not JSON".into()))
+    }
+
+    /// Starts one streamed round.
+    pub async fn stream(&self, req: &RoundRequest<'_>) -> Result<RoundStream, UpstreamError> {
+        let body = request_body(req);
+        let send = self.request(reqwest::Method::POST, "/chat/completions").json(&body).send();
+        let resp = tokio::time::timeout(self.idle, send)
+            .await
+            .map_err(|_| UpstreamError::Timeout(self.idle.as_millis() as u64))?
+            .map_err(|e| self.sanitize(e))?;
+        let status = resp.status();
+        if !status.is_success() {
+            let text = tokio::time::timeout(self.idle, resp.bytes()).await.ok().and_then(Result::ok).unwrap_or_default();
+            return Err(UpstreamError::Status { status: status.as_u16(), message: self.error_message(&text) });
+        }
+        Ok(RoundStream::new(resp.bytes_stream(), self.idle))
+    }
+
+    /// A reqwest error without its URL (which may carry credentials) and without the key.
+    fn sanitize(&self, e: reqwest::Error) -> UpstreamError {
+        let timeout = e.is_timeout();
+        let msg = self.redact(&e.without_url().to_string());
+        if timeout {
+            UpstreamError::Timeout(self.idle.as_millis() as u64)
+        } else {
+            UpstreamError::Unreachable(msg)
+        }
+    }
+
+    fn redact(&self, s: &str) -> String {
+        match &self.api_key {
+            Some(k) if !k.is_empty() => s.replace(k.as_str(), "[redacted]"),
+            _ => s.to_string(),
+        }
+    }
+
+    /// The upstream's own error message (`error.message`, `error`, or `message`), cut to
+    /// 500 characters.
+    fn error_message(&self, body: &[u8]) -> String {
+        let parsed: Option<Value> = serde_json::from_slice(body).ok();
+        let msg = parsed.as_ref().and_then(|v| {
+            v.pointer("/error/message")
+                .or_else(|| v.get("error"))
+                .or_else(|| v.get("message"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        });
+        let msg = msg.unwrap_or_else(|| "no error message".to_string());
+        let msg: String = msg.chars().take(500).collect();
+        self.redact(&msg)
+    }
+}
+
+/// The Chat Completions request body for one round.
+pub fn request_body(req: &RoundRequest<'_>) -> Value {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(req.model));
+    body.insert("messages".into(), messages(req.transcript));
+    body.insert("stream".into(), json!(true));
+    body.insert("stream_options".into(), json!({"include_usage": true}));
+    let s = req.sampling;
+    if let Some(t) = s.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    if let Some(p) = s.top_p {
+        body.insert("top_p".into(), json!(p));
+    }
+    if let Some(m) = s.max_tokens {
+        body.insert("max_tokens".into(), json!(m));
+    }
+    if let Some(f) = &s.response_format {
+        body.insert("response_format".into(), f.clone());
+    }
+    if let Some(u) = &s.user {
+        body.insert("user".into(), json!(u));
+    }
+    if !req.tools.is_empty() && *req.tool_choice != ToolChoice::None {
+        body.insert("tools".into(), Value::Array(req.tools.iter().map(|t| t.to_chat_tool()).collect()));
+        let choice = match req.tool_choice {
+            ToolChoice::Auto | ToolChoice::None => json!("auto"),
+            ToolChoice::Required => json!("required"),
+            ToolChoice::Named(n) => json!({"type": "function", "function": {"name": n}}),
+            ToolChoice::Allowed { required, names } => match (required, names.as_slice()) {
+                (true, [one]) => json!({"type": "function", "function": {"name": one}}),
+                (true, _) => json!("required"),
+                (false, _) => json!("auto"),
+            },
+        };
+        body.insert("tool_choice".into(), choice);
+        if let Some(p) = s.parallel_tool_calls {
+            body.insert("parallel_tool_calls".into(), json!(p));
+        }
+    }
+    Value::Object(body)
+}
+
+/// Transcript → chat `messages`: one leading system message, then the entries.
+pub fn messages(t: &Transcript) -> Value {
+    let mut out = Vec::with_capacity(t.entries.len() + 1);
+    if let Some(sys) = &t.system {
+        out.push(json!({"role": "system", "content": sys}));
+    }
+    for e in &t.entries {
+        out.push(match e {
+            Entry::User(parts) => {
+                let all_text = parts.iter().all(|p| matches!(p, UserPart::Text(_)));
+                let content = if all_text {
+                    let texts: Vec<&str> = parts
+                        .iter()
+                        .filter_map(|p| match p {
+                            UserPart::Text(s) => Some(s.as_str()),
+                            UserPart::Image { .. } => None,
+                        })
+                        .collect();
+                    json!(texts.join("\n"))
+                } else {
+                    Value::Array(
+                        parts
+                            .iter()
+                            .map(|p| match p {
+                                UserPart::Text(s) => json!({"type": "text", "text": s}),
+                                UserPart::Image { url, detail } => {
+                                    let mut img = json!({"url": url});
+                                    if let Some(d) = detail {
+                                        img["detail"] = json!(d);
+                                    }
+                                    json!({"type": "image_url", "image_url": img})
+                                }
+                            })
+                            .collect(),
+                    )
+                };
+                json!({"role": "user", "content": content})
+            }
+            Entry::Assistant { text, calls } => {
+                let mut m = json!({"role": "assistant", "content": text});
+                if !calls.is_empty() {
+                    m["tool_calls"] = Value::Array(
+                        calls
+                            .iter()
+                            .map(|c| {
+                                json!({"id": c.call_id, "type": "function",
+                                       "function": {"name": c.name, "arguments": c.arguments}})
+                            })
+                            .collect(),
+                    );
+                }
+                m
+            }
+            Entry::ToolResult { call_id, content } => {
+                json!({"role": "tool", "tool_call_id": call_id, "content": content})
+            }
+        });
+    }
+    Value::Array(out)
+}
+
+type EventResult<E> = Result<Event, EventStreamError<E>>;
+
+/// The events of one streamed round, read with an idle timeout per chunk.
+pub struct RoundStream {
+    events: Pin<Box<dyn Stream<Item = EventResult<String>> + Send>>,
+    pending: VecDeque<UpstreamEvent>,
+    idle: Duration,
+    finished: bool,
+    done: bool,
+}
+
+impl RoundStream {
+    /// Reads SSE from any byte stream (the HTTP body, or recorded bytes in tests).
+    pub fn new<S, B, E>(bytes: S, idle: Duration) -> Self
+    where
+        S: Stream<Item = Result<B, E>> + Send + 'static,
+        B: AsRef<[u8]> + Send + 'static,
+        E: std::fmt::Display + Send + 'static,
+    {
+        let mapped = bytes.map(|r| r.map_err(|e| e.to_string()));
+        RoundStream {
+            events: Box::pin(mapped.eventsource()),
+            pending: VecDeque::new(),
+            idle,
+            finished: false,
+            done: false,
+        }
+    }
+
+    /// The next event; `None` at the end of the round.
+    pub async fn next(&mut self) -> Option<Result<UpstreamEvent, UpstreamError>> {
+        loop {
+            if let Some(e) = self.pending.pop_front() {
+                return Some(Ok(e));
+            }
+            if self.done {
+                return None;
+            }
+            let next = match tokio::time::timeout(self.idle, self.events.next()).await {
+                Err(_) => {
+                    self.done = true;
+                    return Some(Err(UpstreamError::Timeout(self.idle.as_millis() as u64)));
+                }
+                Ok(n) => n,
+            };
+            match next {
+                None => {
+                    self.done = true;
+                    if self.finished {
+                        return None;
+                    }
+                    return Some(Err(UpstreamError::Protocol("the stream ended before the model finished".into())));
+                }
+                Some(Err(e)) => {
+                    self.done = true;
+                    let msg = match e {
+                        EventStreamError::Transport(t) => return Some(Err(UpstreamError::Unreachable(t))),
+                        other => other.to_string(),
+                    };
+                    return Some(Err(UpstreamError::Protocol(msg)));
+                }
+                Some(Ok(ev)) => {
+                    if ev.data == "[DONE]" {
+                        self.done = true;
+                        if !self.finished {
+                            return Some(Err(UpstreamError::Protocol("[DONE] before a finish_reason".into())));
+                        }
+                        return None;
+                    }
+                    if ev.data.is_empty() {
+                        continue;
+                    }
+                    if let Err(e) = parse_chunk(&ev.data, &mut self.pending, &mut self.finished) {
+                        self.done = true;
+                        return Some(Err(e));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Parses one `chat.completion.chunk` into events (choice 0 only).
+pub fn parse_chunk(data: &str, out: &mut VecDeque<UpstreamEvent>, finished: &mut bool) -> Result<(), UpstreamError> {
+    let chunk: ChatChunk =
+        serde_json::from_str(data).map_err(|_| UpstreamError::Protocol("malformed chunk".into()))?;
+    if let Some(err) = chunk.error {
+        let msg = err.get("message").and_then(Value::as_str).unwrap_or("error in stream");
+        return Err(UpstreamError::Protocol(msg.chars().take(500).collect()));
+    }
+    for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
+        let d = choice.delta;
+        if let Some(text) = d.content.filter(|t| !t.is_empty()) {
+            out.push_back(UpstreamEvent::Text(text));
+        }
+        if let Some(text) = d.refusal.filter(|t| !t.is_empty()) {
+            out.push_back(UpstreamEvent::Text(text));
+        }
+        for tc in d.tool_calls.unwrap_or_default() {
+            let (name, arguments) = match tc.function {
+                Some(f) => (f.name, f.arguments),
+                None => (None, None),
+            };
+            out.push_back(UpstreamEvent::ToolCall { index: tc.index, id: tc.id, name, arguments });
+        }
+        if let Some(r) = choice.finish_reason {
+            *finished = true;
+            out.push_back(UpstreamEvent::Finish(match r.as_str() {
+                "length" => FinishReason::Length,
+                "tool_calls" | "function_call" => FinishReason::ToolCalls,
+                "content_filter" => FinishReason::ContentFilter,
+                _ => FinishReason::Stop,
+            }));
+        }
+    }
+    if let Some(u) = chunk.usage {
+        out.push_back(UpstreamEvent::Usage(map_usage(&u)));
+    }
+    Ok(())
+}
+
+/// Chat usage → Responses usage (contract §11 mapping).
+pub fn map_usage(u: &ChatUsage) -> Usage {
+    let total = if u.total_tokens > 0 { u.total_tokens } else { u.prompt_tokens + u.completion_tokens };
+    Usage {
+        input_tokens: u.prompt_tokens,
+        input_tokens_details: InputTokensDetails {
+            cached_tokens: u.prompt_tokens_details.and_then(|d| d.cached_tokens).unwrap_or(0),
+        },
+        output_tokens: u.completion_tokens,
+        output_tokens_details: OutputTokensDetails {
+            reasoning_tokens: u.completion_tokens_details.and_then(|d| d.reasoning_tokens).unwrap_or(0),
+        },
+        total_tokens: total,
+    }
+}

@@ -1,0 +1,78 @@
+//! Upstream model servers. One turn pipeline drives them through [`UpstreamEvent`]s;
+//! only the adapter differs per upstream kind (DESIGN.md "Layout").
+
+pub mod chat_completions;
+
+use protocol::response::Usage;
+use serde_json::Value;
+
+use crate::tools::{ToolChoice, UpstreamFunction};
+use crate::turn::transcript::Transcript;
+
+pub use chat_completions::{ChatCompletions, RoundStream};
+
+/// Why the upstream stopped a round (contract §11 `finish_reason`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FinishReason {
+    Stop,
+    Length,
+    ToolCalls,
+    ContentFilter,
+}
+
+/// One normalized piece of an upstream round.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UpstreamEvent {
+    /// Assistant text.
+    Text(String),
+    /// A tool-call fragment; `index` correlates fragments of one call.
+    ToolCall { index: usize, id: Option<String>, name: Option<String>, arguments: Option<String> },
+    Finish(FinishReason),
+    Usage(Usage),
+}
+
+/// Sampling and format settings passed on to the upstream.
+#[derive(Debug, Clone, Default)]
+pub struct Sampling {
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    /// Output-token cap for this round (what is left of `max_output_tokens`).
+    pub max_tokens: Option<u64>,
+    pub parallel_tool_calls: Option<bool>,
+    /// Chat Completions `response_format` (from `text.format`).
+    pub response_format: Option<Value>,
+    pub user: Option<String>,
+}
+
+/// One upstream round: the transcript, the tools declared for it and the choice.
+#[derive(Debug, Clone, Copy)]
+pub struct RoundRequest<'a> {
+    pub model: &'a str,
+    pub transcript: &'a Transcript,
+    pub tools: &'a [&'a UpstreamFunction],
+    pub tool_choice: &'a ToolChoice,
+    pub sampling: &'a Sampling,
+}
+
+/// An upstream failure. Messages never contain the upstream URL or credentials.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum UpstreamError {
+    #[error("upstream unreachable: {0}")]
+    Unreachable(String),
+    #[error("upstream returned HTTP {status}: {message}")]
+    Status { status: u16, message: String },
+    #[error("upstream sent an invalid response: {0}")]
+    Protocol(String),
+    #[error("upstream timed out: no data for {0} ms")]
+    Timeout(u64),
+}
+
+impl UpstreamError {
+    /// The `code` used in error bodies and `response.error`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            UpstreamError::Timeout(_) => "upstream_timeout",
+            _ => "upstream_error",
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! Streaming events (contract §8.2). Every event carries `type` and `sequence_number`;
+//! the gateway's emitter is the only place that assigns `sequence_number`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::output::{Annotation, OutputContent, OutputItem};
+use crate::response::Response;
+
+/// One SSE event: `{"type": …, …payload, "sequence_number": n}` (contract §8.1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamEvent {
+    #[serde(flatten)]
+    pub kind: EventKind,
+    pub sequence_number: u64,
+}
+
+/// The nested error object of an `error` event (contract §8.2, §12.1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorEventDetail {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub code: Option<String>,
+    pub message: String,
+    pub param: Option<String>,
+}
+
+/// Event payloads by `type` (contract §8.2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum EventKind {
+    #[serde(rename = "response.created")]
+    Created { response: Box<Response> },
+    #[serde(rename = "response.in_progress")]
+    InProgress { response: Box<Response> },
+    #[serde(rename = "response.completed")]
+    Completed { response: Box<Response> },
+    #[serde(rename = "response.incomplete")]
+    Incomplete { response: Box<Response> },
+    #[serde(rename = "response.failed")]
+    Failed { response: Box<Response> },
+    #[serde(rename = "response.output_item.added")]
+    OutputItemAdded { output_index: usize, item: OutputItem },
+    #[serde(rename = "response.output_item.done")]
+    OutputItemDone { output_index: usize, item: OutputItem },
+    #[serde(rename = "response.content_part.added")]
+    ContentPartAdded {
+        item_id: String,
+        output_index: usize,
+        content_index: usize,
+        part: OutputContent,
+    },
+    #[serde(rename = "response.content_part.done")]
+    ContentPartDone {
+        item_id: String,
+        output_index: usize,
+        content_index: usize,
+        part: OutputContent,
+    },
+    #[serde(rename = "response.output_text.delta")]
+    OutputTextDelta {
+        item_id: String,
+        output_index: usize,
+        content_index: usize,
+        delta: String,
+        logprobs: Vec<Value>,
+    },
+    #[serde(rename = "response.output_text.done")]
+    OutputTextDone {
+        item_id: String,
+        output_index: usize,
+        content_index: usize,
+        text: String,
+        logprobs: Vec<Value>,
+    },
+    #[serde(rename = "response.output_text.annotation.added")]
+    AnnotationAdded {
+        item_id: String,
+        output_index: usize,
+        content_index: usize,
+        annotation_index: usize,
+        annotation: Annotation,
+    },
+    #[serde(rename = "response.function_call_arguments.delta")]
+    FunctionCallArgumentsDelta {
+        item_id: String,
+        output_index: usize,
+        delta: String,
+    },
+    #[serde(rename = "response.function_call_arguments.done")]
+    FunctionCallArgumentsDone {
+        item_id: String,
+        output_index: usize,
+        name: String,
+        arguments: String,
+    },
+    #[serde(rename = "response.custom_tool_call_input.delta")]
+    CustomToolCallInputDelta {
+        item_id: String,
+        output_index: usize,
+        delta: String,
+    },
+    #[serde(rename = "response.custom_tool_call_input.done")]
+    CustomToolCallInputDone {
+        item_id: String,
+        output_index: usize,
+        input: String,
+    },
+    /// `error`: flat SPEC fields plus the nested object the live API sends (contract §8.3 #7).
+    #[serde(rename = "error")]
+    Error {
+        code: Option<String>,
+        message: String,
+        param: Option<String>,
+        error: ErrorEventDetail,
+    },
+}
+
+impl EventKind {
+    /// The wire `type` of this event.
+    pub fn name(&self) -> &'static str {
+        match self {
+            EventKind::Created { .. } => "response.created",
+            EventKind::InProgress { .. } => "response.in_progress",
+            EventKind::Completed { .. } => "response.completed",
+            EventKind::Incomplete { .. } => "response.incomplete",
+            EventKind::Failed { .. } => "response.failed",
+            EventKind::OutputItemAdded { .. } => "response.output_item.added",
+            EventKind::OutputItemDone { .. } => "response.output_item.done",
+            EventKind::ContentPartAdded { .. } => "response.content_part.added",
+            EventKind::ContentPartDone { .. } => "response.content_part.done",
+            EventKind::OutputTextDelta { .. } => "response.output_text.delta",
+            EventKind::OutputTextDone { .. } => "response.output_text.done",
+            EventKind::AnnotationAdded { .. } => "response.output_text.annotation.added",
+            EventKind::FunctionCallArgumentsDelta { .. } => {
+                "response.function_call_arguments.delta"
+            }
+            EventKind::FunctionCallArgumentsDone { .. } => "response.function_call_arguments.done",
+            EventKind::CustomToolCallInputDelta { .. } => "response.custom_tool_call_input.delta",
+            EventKind::CustomToolCallInputDone { .. } => "response.custom_tool_call_input.done",
+            EventKind::Error { .. } => "error",
+        }
+    }
+
+    /// True for `response.completed` / `response.incomplete` / `response.failed`.
+    pub fn is_terminal(&self) -> bool {
+        matches!(
+            self,
+            EventKind::Completed { .. } | EventKind::Incomplete { .. } | EventKind::Failed { .. }
+        )
+    }
+}

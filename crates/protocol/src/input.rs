@@ -1,0 +1,230 @@
+//! Input items accepted in `input` (contract §4).
+//!
+//! Each item is parsed by its `type`; a message may omit `type` (EasyInputMessage).
+//! Unknown item types are kept as [`InputItem::Other`] so that an upstream adapter can
+//! drop them (they never leak into assistant text).
+
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::output::Phase;
+
+/// `input`: a string (one user message) or a list of items (contract §1.1).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input {
+    Text(String),
+    Items(Vec<InputItem>),
+}
+
+impl<'de> Deserialize<'de> for Input {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Input;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string or an array of input items")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Input, E> {
+                Ok(Input::Text(v.to_string()))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Input, E> {
+                Ok(Input::Text(v))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Input, A::Error> {
+                let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+                while let Some(item) = seq.next_element::<InputItem>()? {
+                    items.push(item);
+                }
+                Ok(Input::Items(items))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Message roles on input (contract §4.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    User,
+    Assistant,
+    System,
+    Developer,
+}
+
+/// One input item (contract §4). `Other` keeps the `type` of an item the gateway does not
+/// interpret (reasoning, computer calls, …).
+#[derive(Debug, Clone, PartialEq)]
+pub enum InputItem {
+    Message(InputMessage),
+    FunctionCall(FunctionCall),
+    FunctionCallOutput(ToolOutput),
+    CustomToolCall(CustomToolCall),
+    CustomToolCallOutput(ToolOutput),
+    Reasoning(Value),
+    ItemReference { id: String },
+    Other { kind: String, raw: Value },
+}
+
+impl InputItem {
+    /// Parses one item from JSON, dispatching on `type` (absent ⇒ message).
+    pub fn from_value(v: Value) -> Result<InputItem, serde_json::Error> {
+        let kind = match v.get("type") {
+            Some(Value::String(s)) => s.clone(),
+            None | Some(Value::Null) => "message".to_string(),
+            Some(_) => return Err(de::Error::custom("`type` must be a string")),
+        };
+        Ok(match kind.as_str() {
+            "message" => InputItem::Message(serde_json::from_value(v)?),
+            "function_call" => InputItem::FunctionCall(serde_json::from_value(v)?),
+            "function_call_output" => InputItem::FunctionCallOutput(serde_json::from_value(v)?),
+            "custom_tool_call" => InputItem::CustomToolCall(serde_json::from_value(v)?),
+            "custom_tool_call_output" => {
+                InputItem::CustomToolCallOutput(serde_json::from_value(v)?)
+            }
+            "reasoning" => InputItem::Reasoning(v),
+            "item_reference" => {
+                #[derive(Deserialize)]
+                struct R {
+                    id: String,
+                }
+                let r: R = serde_json::from_value(v)?;
+                InputItem::ItemReference { id: r.id }
+            }
+            _ => InputItem::Other { kind, raw: v },
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for InputItem {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        if !v.is_object() {
+            return Err(de::Error::custom("an input item must be an object"));
+        }
+        InputItem::from_value(v).map_err(de::Error::custom)
+    }
+}
+
+/// A message on input: Easy, Input or Output (assistant replay) shape (contract §4.1).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct InputMessage {
+    pub role: Role,
+    pub content: MessageContent,
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub phase: Option<Phase>,
+}
+
+/// Message content: a string or a list of parts.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MessageContent {
+    Text(String),
+    Parts(Vec<ContentPart>),
+}
+
+impl<'de> Deserialize<'de> for MessageContent {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = MessageContent;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string or an array of content parts")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<MessageContent, E> {
+                Ok(MessageContent::Text(v.to_string()))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<MessageContent, A::Error> {
+                let mut parts = Vec::new();
+                while let Some(p) = seq.next_element::<ContentPart>()? {
+                    parts.push(p);
+                }
+                Ok(MessageContent::Parts(parts))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A content part (contract §4.1). `text` is accepted as a lenient alias of `input_text`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentPart {
+    #[serde(alias = "text")]
+    InputText { text: String },
+    InputImage {
+        #[serde(default)]
+        image_url: Option<String>,
+        #[serde(default)]
+        file_id: Option<String>,
+        #[serde(default)]
+        detail: Option<String>,
+    },
+    InputFile {
+        #[serde(default)]
+        file_id: Option<String>,
+        #[serde(default)]
+        file_url: Option<String>,
+        #[serde(default)]
+        file_data: Option<String>,
+        #[serde(default)]
+        filename: Option<String>,
+    },
+    OutputText {
+        text: String,
+        #[serde(default)]
+        annotations: Option<Vec<Value>>,
+    },
+    Refusal { refusal: String },
+}
+
+/// `function_call` on input (contract §4.2).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct FunctionCall {
+    pub call_id: String,
+    pub name: String,
+    pub arguments: String,
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    #[serde(default)]
+    pub status: Option<String>,
+}
+
+/// `custom_tool_call` on input (contract §4.2).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct CustomToolCall {
+    pub call_id: String,
+    pub name: String,
+    pub input: String,
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub namespace: Option<String>,
+}
+
+/// `function_call_output` / `custom_tool_call_output` on input (contract §4.2).
+/// `call_id` is optional on the wire (SDK 3.57) but the gateway requires it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ToolOutput {
+    #[serde(default)]
+    pub call_id: Option<String>,
+    pub output: ToolOutputContent,
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub status: Option<String>,
+}
+
+/// A tool output: a string or a list of `input_text` / `input_image` / `input_file` parts.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum ToolOutputContent {
+    Text(String),
+    Parts(Vec<ContentPart>),
+}

@@ -1,0 +1,117 @@
+//! Output items of `response.output` (contract §5) and annotations (contract §6).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// `message.phase` (contract §5): `commentary` (text before tool calls) or `final_answer`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Commentary,
+    FinalAnswer,
+}
+
+/// Item status (`in_progress` | `completed` | `incomplete` | `searching` | `failed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ItemStatus {
+    InProgress,
+    Completed,
+    Incomplete,
+    Searching,
+    Failed,
+}
+
+/// One output item (contract §5), serialized with its `type` tag.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum OutputItem {
+    /// `message` (`msg_…`): `phase` is left out while unknown (on `output_item.added`).
+    Message {
+        id: String,
+        role: String,
+        status: ItemStatus,
+        content: Vec<OutputContent>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        phase: Option<Phase>,
+    },
+    /// `function_call` (`fc_…`), returned to the client.
+    FunctionCall {
+        id: String,
+        call_id: String,
+        name: String,
+        arguments: String,
+        status: ItemStatus,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
+    },
+    /// `custom_tool_call` (`ctc_…`): free-text `input`.
+    CustomToolCall {
+        id: String,
+        call_id: String,
+        name: String,
+        input: String,
+        status: ItemStatus,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
+    },
+    /// `custom_tool_call_output` (`ctco_…`): the output of a gateway-executed custom tool.
+    CustomToolCallOutput {
+        id: String,
+        call_id: String,
+        output: String,
+        status: ItemStatus,
+    },
+    /// `function_call_output` (`fco_…`).
+    FunctionCallOutput {
+        id: String,
+        call_id: String,
+        output: String,
+        status: ItemStatus,
+    },
+}
+
+impl OutputItem {
+    /// The item's `id`.
+    pub fn id(&self) -> &str {
+        match self {
+            OutputItem::Message { id, .. }
+            | OutputItem::FunctionCall { id, .. }
+            | OutputItem::CustomToolCall { id, .. }
+            | OutputItem::CustomToolCallOutput { id, .. }
+            | OutputItem::FunctionCallOutput { id, .. } => id,
+        }
+    }
+}
+
+/// A message content part on output (contract §5): `output_text` or `refusal`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum OutputContent {
+    OutputText {
+        annotations: Vec<Annotation>,
+        logprobs: Vec<Value>,
+        text: String,
+    },
+    Refusal {
+        refusal: String,
+    },
+}
+
+/// An annotation on `output_text` (contract §6). Offsets are Unicode code points,
+/// `end_index` exclusive.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Annotation {
+    UrlCitation {
+        start_index: usize,
+        end_index: usize,
+        title: String,
+        url: String,
+    },
+    FileCitation {
+        file_id: String,
+        filename: String,
+        index: usize,
+    },
+}

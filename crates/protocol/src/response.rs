@@ -1,0 +1,109 @@
+//! The Response object (contract §7).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::output::OutputItem;
+use crate::request::TextConfig;
+
+/// `status` of a Response (contract §7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResponseStatus {
+    Queued,
+    InProgress,
+    Completed,
+    Incomplete,
+    Failed,
+    Cancelled,
+}
+
+/// `usage` (contract §7), token counts summed over every upstream call of the turn.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub input_tokens_details: InputTokensDetails,
+    pub output_tokens: u64,
+    pub output_tokens_details: OutputTokensDetails,
+    pub total_tokens: u64,
+}
+
+/// `usage.input_tokens_details`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputTokensDetails {
+    pub cached_tokens: u64,
+}
+
+/// `usage.output_tokens_details`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutputTokensDetails {
+    pub reasoning_tokens: u64,
+}
+
+impl Usage {
+    /// Adds another upstream call's usage.
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.input_tokens_details.cached_tokens += other.input_tokens_details.cached_tokens;
+        self.output_tokens += other.output_tokens;
+        self.output_tokens_details.reasoning_tokens +=
+            other.output_tokens_details.reasoning_tokens;
+        self.total_tokens += other.total_tokens;
+    }
+}
+
+/// `error` on a failed Response: `{code, message}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResponseError {
+    pub code: String,
+    pub message: String,
+}
+
+/// `incomplete_details`: `{reason: "max_output_tokens" | "content_filter"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IncompleteDetails {
+    pub reason: String,
+}
+
+/// The Response object (contract §7). Every echo field the SDK or the Open Responses
+/// schema requires is always present (never null where a value is required).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Response {
+    pub id: String,
+    pub object: String,
+    /// Unix seconds.
+    pub created_at: u64,
+    pub status: ResponseStatus,
+    pub background: bool,
+    /// Unix seconds; set only when `completed`.
+    pub completed_at: Option<u64>,
+    pub error: Option<ResponseError>,
+    pub incomplete_details: Option<IncompleteDetails>,
+    pub instructions: Option<String>,
+    pub max_output_tokens: Option<u64>,
+    pub max_tool_calls: Option<u64>,
+    pub model: String,
+    pub output: Vec<OutputItem>,
+    pub parallel_tool_calls: bool,
+    pub previous_response_id: Option<String>,
+    pub prompt_cache_key: Option<String>,
+    pub prompt_cache_retention: Option<String>,
+    pub reasoning: Value,
+    pub safety_identifier: Option<String>,
+    pub service_tier: String,
+    pub store: bool,
+    pub temperature: f64,
+    pub text: TextConfig,
+    pub tool_choice: Value,
+    pub tools: Vec<Value>,
+    pub top_logprobs: u32,
+    pub top_p: f64,
+    pub truncation: String,
+    pub usage: Option<Usage>,
+    pub user: Option<String>,
+    pub metadata: BTreeMap<String, String>,
+    pub frequency_penalty: f64,
+    pub presence_penalty: f64,
+}

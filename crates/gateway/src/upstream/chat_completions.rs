@@ -29,6 +29,7 @@ impl ChatCompletions {
     /// `base` is the OpenAI base URL including `/v1`; `idle` bounds every wait on the
     /// upstream (headers and each chunk).
     pub fn new(base: &str, api_key: Option<String>, idle: Duration, connect: Duration) -> anyhow::Result<Self> {
+        crate::install_crypto();
         let client = reqwest::Client::builder()
             .connect_timeout(connect)
             .tcp_nodelay(true)

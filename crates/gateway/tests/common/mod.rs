@@ -1,0 +1,116 @@
+//! Test harness: the gateway in-process on an ephemeral port, in front of a
+//! `scripted-upstream`, plus the reusable stream checker.
+#![allow(dead_code)]
+
+pub mod stream_check;
+
+use std::time::Duration;
+
+use responses_gateway::config::Config;
+use scripted_upstream::ScriptedUpstream;
+use serde_json::Value;
+
+pub use stream_check::{check_stream, Checked};
+
+pub struct Harness {
+    pub upstream: ScriptedUpstream,
+    pub base: String,
+    pub client: reqwest::Client,
+    _shutdown: tokio::sync::oneshot::Sender<()>,
+}
+
+impl Harness {
+    pub async fn start() -> Harness {
+        Harness::start_with(|_| {}).await
+    }
+
+    pub async fn start_with(edit: impl FnOnce(&mut Config)) -> Harness {
+        let upstream = ScriptedUpstream::start().await.expect("upstream");
+        let mut config = Config::default();
+        config.upstream.url = Some(upstream.base_url());
+        config.server.keepalive_interval_ms = 200;
+        edit(&mut config);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let base = format!("http://{}", listener.local_addr().expect("addr"));
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(async move {
+            let shutdown = async {
+                let _ = rx.await;
+            };
+            if let Err(e) = responses_gateway::serve_on(listener, &config, shutdown).await {
+                eprintln!("gateway stopped: {e}");
+            }
+        });
+        responses_gateway::install_crypto();
+        let client = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().expect("client");
+        Harness { upstream, base, client, _shutdown: tx }
+    }
+
+    /// POST /v1/responses (non-streaming): status and JSON body.
+    pub async fn post(&self, body: Value) -> (u16, Value) {
+        let resp = self.client.post(format!("{}/v1/responses", self.base)).json(&body).send().await.expect("send");
+        let status = resp.status().as_u16();
+        let text = resp.text().await.expect("body");
+        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    }
+
+    /// POST raw bytes to /v1/responses.
+    pub async fn post_raw(&self, body: &'static str) -> (u16, Value) {
+        let resp = self
+            .client
+            .post(format!("{}/v1/responses", self.base))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .expect("send");
+        let status = resp.status().as_u16();
+        let text = resp.text().await.expect("body");
+        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    }
+
+    /// POST with `stream: true`; the whole SSE body goes through the stream checker.
+    pub async fn stream(&self, mut body: Value) -> Checked {
+        body["stream"] = Value::Bool(true);
+        let resp = self.client.post(format!("{}/v1/responses", self.base)).json(&body).send().await.expect("send");
+        assert_eq!(resp.status().as_u16(), 200, "stream status");
+        let ct = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+        assert!(ct.starts_with("text/event-stream"), "content-type {ct}");
+        let raw = resp.text().await.expect("sse body");
+        check_stream(&raw)
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        let resp = self.client.get(format!("{}{path}", self.base)).send().await.expect("send");
+        let status = resp.status().as_u16();
+        let text = resp.text().await.expect("body");
+        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    }
+}
+
+/// Asserts the OpenAI error shape and returns the error object.
+pub fn error_of(body: &Value) -> &Value {
+    let e = body.get("error").unwrap_or_else(|| panic!("no error object in {body}"));
+    assert!(e["message"].is_string(), "message: {e}");
+    assert!(e["type"].is_string(), "type: {e}");
+    assert!(e.get("param").is_some(), "param key: {e}");
+    assert!(e.get("code").is_some(), "code key: {e}");
+    e
+}
+
+/// Output items with ids removed, for comparing streamed and non-streamed answers.
+pub fn items_without_ids(response: &Value) -> Vec<Value> {
+    response["output"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|mut i| {
+            if let Some(o) = i.as_object_mut() {
+                o.remove("id");
+                o.remove("call_id");
+            }
+            i
+        })
+        .collect()
+}

@@ -1,0 +1,256 @@
+//! Integration tests of `POST /v1/responses` over a scripted chat-completions upstream.
+
+mod common;
+
+use common::{error_of, items_without_ids, Harness};
+use scripted_upstream::{Script, ToolCallScript};
+use serde_json::{json, Value};
+
+fn weather_tool() -> Value {
+    json!({"type":"function","name":"get_weather","description":"Weather for a city",
+           "parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}})
+}
+
+#[tokio::test]
+async fn plain_text_non_stream_and_stream_agree() {
+    let h = Harness::start().await;
+    h.upstream.push(Script::text(&["Hel", "lo", " wörld"]).usage(7, 3));
+    let (status, body) = h.post(json!({"model":"m","input":"hi","instructions":"Be brief."})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "completed");
+    assert_eq!(body["output"][0]["content"][0]["text"], "Hello wörld");
+    assert_eq!(body["output"][0]["phase"], "final_answer");
+    assert_eq!(body["usage"]["input_tokens"], 7);
+    assert_eq!(body["usage"]["output_tokens"], 3);
+    assert_eq!(body["usage"]["total_tokens"], 10);
+    for key in ["temperature", "top_p", "tool_choice", "tools", "truncation", "parallel_tool_calls", "store", "background", "service_tier", "text", "metadata"] {
+        assert!(!body[key].is_null(), "{key} must not be null");
+    }
+    assert_eq!(body["instructions"], "Be brief.");
+    h.upstream.push(Script::text(&["Hel", "lo", " wörld"]).usage(7, 3));
+    let s = h.stream(json!({"model":"m","input":"hi","instructions":"Be brief."})).await;
+    assert_eq!(s.terminal_type(), "response.completed");
+    assert_eq!(items_without_ids(&s.response), items_without_ids(&body));
+    // the added message has no phase; done carries it
+    let added = s.of_type("response.output_item.added");
+    assert!(added[0]["item"].get("phase").is_none(), "{}", added[0]);
+    let reqs = h.upstream.requests();
+    let msgs = &reqs[0].body["messages"];
+    assert_eq!(msgs[0], json!({"role":"system","content":"Be brief."}));
+    assert_eq!(msgs[1], json!({"role":"user","content":"hi"}));
+    assert_eq!(reqs[0].body["stream"], true);
+}
+
+#[tokio::test]
+async fn sampling_and_format_are_passed_on_and_echoed() {
+    let h = Harness::start().await;
+    h.upstream.push(Script::text(&["{}"]));
+    let (status, body) = h
+        .post(json!({"model":"m","input":"x","temperature":0.2,"top_p":0.9,"max_output_tokens":100,
+            "metadata":{"k":"v"},"user":"u1","prompt_cache_key":"pk","safety_identifier":"s1",
+            "text":{"format":{"type":"json_schema","name":"out","schema":{"type":"object"},"strict":true}}}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["temperature"], 0.2);
+    assert_eq!(body["top_p"], 0.9);
+    assert_eq!(body["max_output_tokens"], 100);
+    assert_eq!(body["metadata"], json!({"k":"v"}));
+    assert_eq!(body["user"], "u1");
+    assert_eq!(body["prompt_cache_key"], "pk");
+    assert_eq!(body["safety_identifier"], "s1");
+    assert_eq!(body["text"]["format"]["type"], "json_schema");
+    let up = &h.upstream.requests()[0].body;
+    assert_eq!(up["temperature"], 0.2);
+    assert_eq!(up["top_p"], 0.9);
+    assert_eq!(up["max_tokens"], 100);
+    assert_eq!(up["user"], "u1");
+    assert_eq!(up["response_format"], json!({"type":"json_schema","json_schema":{"name":"out","schema":{"type":"object"},"strict":true}}));
+}
+
+#[tokio::test]
+async fn function_call_streams_and_is_returned_to_the_client() {
+    let h = Harness::start().await;
+    let call = ToolCallScript::new("get_weather", r#"{"city":"Paris"}"#).fragment_chars(3).pretty(true).id("abc123XYZ");
+    h.upstream.push(Script::text(&["Let me check."]).with_tool(call));
+    let s = h.stream(json!({"model":"m","input":"weather?","tools":[weather_tool()]})).await;
+    assert_eq!(s.terminal_type(), "response.completed");
+    let out = s.response["output"].as_array().unwrap();
+    assert_eq!(out.len(), 2);
+    assert_eq!(out[0]["type"], "message");
+    assert_eq!(out[0]["phase"], "commentary");
+    assert_eq!(out[1]["type"], "function_call");
+    assert_eq!(out[1]["call_id"], "abc123XYZ");
+    assert_eq!(out[1]["status"], "completed");
+    let args: Value = serde_json::from_str(out[1]["arguments"].as_str().unwrap()).unwrap();
+    assert_eq!(args, json!({"city":"Paris"}));
+    assert!(s.of_type("response.function_call_arguments.delta").len() > 2, "arguments stream in pieces");
+    let done = s.of_type("response.function_call_arguments.done");
+    assert_eq!(done[0]["name"], "get_weather");
+    let up = &h.upstream.requests()[0].body;
+    assert_eq!(up["tools"][0]["function"]["name"], "get_weather");
+    assert_eq!(up["tool_choice"], "auto");
+}
+
+#[tokio::test]
+async fn function_replay_with_store_false_rebuilds_the_transcript() {
+    let h = Harness::start().await;
+    h.upstream.push(Script::tool_call("get_weather", r#"{"city":"Paris"}"#));
+    let (_, first) = h.post(json!({"model":"m","input":"weather?","tools":[weather_tool()],"store":false})).await;
+    let call = first["output"][0].clone();
+    assert_eq!(call["type"], "function_call");
+    h.upstream.push(Script::text(&["Sunny."]));
+    let input = json!([
+        {"role":"user","content":"weather?"},
+        call,
+        {"type":"function_call_output","call_id":call["call_id"],"output":[{"type":"input_text","text":"18C"}]}
+    ]);
+    let (status, second) = h.post(json!({"model":"m","input":input,"tools":[weather_tool()],"store":false})).await;
+    assert_eq!(status, 200, "{second}");
+    assert_eq!(second["output"][0]["content"][0]["text"], "Sunny.");
+    let msgs = h.upstream.requests()[1].body["messages"].clone();
+    assert_eq!(msgs[1]["role"], "assistant");
+    assert_eq!(msgs[1]["tool_calls"][0]["id"], call["call_id"]);
+    assert_eq!(msgs[1]["tool_calls"][0]["function"]["name"], "get_weather");
+    assert_eq!(msgs[2], json!({"role":"tool","tool_call_id":call["call_id"],"content":"18C"}));
+}
+
+#[tokio::test]
+async fn custom_tool_streams_raw_input() {
+    let h = Harness::start().await;
+    let tool = json!({"type":"custom","name":"run_sql","description":"Run SQL"});
+    h.upstream.push(Script::default().with_tool(ToolCallScript::new("run_sql", r#"{"input":"SELECT \"a\"\nFROM t"}"#).fragment_chars(2)));
+    let s = h.stream(json!({"model":"m","input":"q","tools":[tool]})).await;
+    let out = &s.response["output"][0];
+    assert_eq!(out["type"], "custom_tool_call");
+    assert_eq!(out["input"], "SELECT \"a\"\nFROM t");
+    let deltas: String = s.of_type("response.custom_tool_call_input.delta").iter().map(|e| e["delta"].as_str().unwrap()).collect();
+    assert_eq!(deltas, "SELECT \"a\"\nFROM t");
+    let up = &h.upstream.requests()[0].body;
+    let params = &up["tools"][0]["function"]["parameters"];
+    assert_eq!(params["required"], json!(["input"]));
+    assert_eq!(params["properties"].as_object().unwrap().len(), 1);
+    // replay
+    h.upstream.push(Script::text(&["1 row"]));
+    let input = json!([{"role":"user","content":"q"}, out, {"type":"custom_tool_call_output","call_id":out["call_id"],"output":"a=1"}]);
+    let (status, body) = h.post(json!({"model":"m","input":input,"tools":[tool]})).await;
+    assert_eq!(status, 200, "{body}");
+    let msgs = h.upstream.requests()[1].body["messages"].clone();
+    assert_eq!(msgs[1]["tool_calls"][0]["function"]["arguments"], r#"{"input":"SELECT \"a\"\nFROM t"}"#);
+    assert_eq!(msgs[2]["content"], "a=1");
+}
+
+#[tokio::test]
+async fn namespace_members_are_declared_unambiguously_and_come_back_with_namespace() {
+    let h = Harness::start().await;
+    let ns = json!({"type":"namespace","name":"crm","description":"CRM tools","tools":[
+        {"type":"function","name":"lookup","parameters":{"type":"object","properties":{"id":{"type":"string"}}}},
+        {"type":"custom","name":"note"}]});
+    h.upstream.push(Script::tool_call("crm__lookup", r#"{"id":"7"}"#));
+    let (status, body) = h.post(json!({"model":"m","input":"x","tools":[ns]})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["output"][0]["name"], "lookup");
+    assert_eq!(body["output"][0]["namespace"], "crm");
+    let names: Vec<String> = h.upstream.requests()[0].body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap().to_string()).collect();
+    assert_eq!(names, vec!["crm__lookup", "crm__note"]);
+    // replay with namespace
+    h.upstream.push(Script::text(&["ok"]));
+    let call = body["output"][0].clone();
+    let input = json!([{"role":"user","content":"x"}, call, {"type":"function_call_output","call_id":call["call_id"],"output":"found"}]);
+    let (status, _) = h.post(json!({"model":"m","input":input,"tools":[ns]})).await;
+    assert_eq!(status, 200);
+    assert_eq!(h.upstream.requests()[1].body["messages"][1]["tool_calls"][0]["function"]["name"], "crm__lookup");
+}
+
+#[tokio::test]
+async fn tool_choice_variants_map_upstream() {
+    let h = Harness::start().await;
+    let other = json!({"type":"function","name":"other"});
+    let cases = vec![
+        (json!("none"), None, None),
+        (json!("required"), Some(2), Some(json!("required"))),
+        (json!({"type":"function","name":"other"}), Some(2), Some(json!({"type":"function","function":{"name":"other"}}))),
+        (json!({"type":"allowed_tools","mode":"auto","tools":[{"type":"function","name":"other"}]}), Some(1), Some(json!("auto"))),
+    ];
+    for (i, (choice, n_tools, up_choice)) in cases.into_iter().enumerate() {
+        h.upstream.push(Script::text(&["ok"]));
+        let (status, body) = h.post(json!({"model":"m","input":"x","tools":[weather_tool(), other],"tool_choice":choice})).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["tool_choice"], choice, "echo");
+        let up = &h.upstream.requests()[i].body;
+        assert_eq!(up.get("tools").map(|t| t.as_array().unwrap().len()), n_tools, "case {i}: {up}");
+        assert_eq!(up.get("tool_choice").cloned(), up_choice, "case {i}");
+    }
+}
+
+#[tokio::test]
+async fn bad_requests_get_openai_shaped_400s() {
+    let h = Harness::start().await;
+    let (s, b) = h.post_raw("{not json").await;
+    assert_eq!(s, 400);
+    assert_eq!(error_of(&b)["type"], "invalid_request_error");
+    let (s, b) = h.post(json!({"model":"m","input":"x","temperature":"hot"})).await;
+    assert_eq!(s, 400);
+    assert_eq!(error_of(&b)["param"], "temperature");
+    let (s, b) = h.post(json!({"model":"m","input":"x","tools":[{"type":"telepathy"}]})).await;
+    assert_eq!(s, 400);
+    assert_eq!(error_of(&b)["param"], "tools[0].type");
+    let (s, b) = h.post(json!({"model":"m","input":"x","tools":[weather_tool()],"tool_choice":{"type":"function","name":"nope"}})).await;
+    assert_eq!(s, 400);
+    assert_eq!(error_of(&b)["param"], "tool_choice");
+    assert_eq!(error_of(&b)["message"], "Tool choice 'nope' not found in 'tools' parameter.");
+    let (s, b) = h.post(json!({"model":"m","input":"x","tools":[weather_tool(), weather_tool()]})).await;
+    assert_eq!(s, 400, "duplicate names: {b}");
+    let (s, b) = h.post(json!({"model":"m","input":"x","tools":[{"type":"custom","name":"c","format":{"type":"grammar","syntax":"regex","definition":"(unclosed"}}]})).await;
+    assert_eq!(s, 400);
+    assert_eq!(error_of(&b)["param"], "tools[0].format.definition");
+    let (s, b) = h.post(json!({"model":"m","input":[{"type":"function_call","call_id":"call_1","name":"f","arguments":"{}"}]})).await;
+    assert_eq!(s, 400);
+    assert!(error_of(&b)["message"].as_str().unwrap().contains("call_1"));
+    let (s, b) = h.post(json!({"model":"m","input":[{"role":"user","content":[{"type":"input_file","filename":"x.pdf","file_data":"data:application/pdf;base64,JVBERi0="}]}]})).await;
+    assert_eq!(s, 400);
+    assert_eq!(error_of(&b)["code"], "unsupported_file");
+    // unknown top-level fields are ignored by default
+    h.upstream.push(Script::text(&["ok"]));
+    let (s, _) = h.post(json!({"model":"m","input":"x","frobnicate":1})).await;
+    assert_eq!(s, 200);
+    assert!(h.upstream.requests().len() == 1, "bad requests never reach the upstream");
+}
+
+#[tokio::test]
+async fn unknown_parameters_can_be_rejected() {
+    let h = Harness::start_with(|c| c.server.reject_unknown_parameters = true).await;
+    let (s, b) = h.post(json!({"model":"m","input":"x","frobnicate":1})).await;
+    assert_eq!(s, 400);
+    assert_eq!(error_of(&b)["code"], "unknown_parameter");
+    assert_eq!(error_of(&b)["param"], "frobnicate");
+}
+
+#[tokio::test]
+async fn models_table_maps_and_restricts() {
+    let h = Harness::start_with(|c| c.models = Some([("public".to_string(), "internal".to_string())].into())).await;
+    h.upstream.push(Script::text(&["ok"]));
+    let (s, b) = h.post(json!({"model":"public","input":"x"})).await;
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(b["model"], "public");
+    assert_eq!(h.upstream.requests()[0].body["model"], "internal");
+    let (s, b) = h.post(json!({"model":"other","input":"x"})).await;
+    assert_eq!(s, 404);
+    assert_eq!(error_of(&b)["code"], "model_not_found");
+    let (s, b) = h.get("/v1/models").await;
+    assert_eq!(s, 200);
+    assert_eq!(b["data"][0]["id"], "public");
+    let plain = Harness::start().await;
+    let (s, b) = plain.get("/v1/models").await;
+    assert_eq!(s, 200);
+    assert_eq!(b["data"][0]["id"], "scripted-model", "proxied from the upstream");
+}
+
+#[tokio::test]
+async fn health_and_readiness() {
+    let h = Harness::start().await;
+    assert_eq!(h.get("/healthz").await.0, 200);
+    assert_eq!(h.get("/readyz").await.0, 200);
+    let down = Harness::start_with(|c| c.upstream.url = Some("http://127.0.0.1:9/v1".into())).await;
+    assert_eq!(down.get("/healthz").await.0, 200);
+    assert_eq!(down.get("/readyz").await.0, 503);
+}

@@ -1,0 +1,132 @@
+//! Upstream failures, truncation and keep-alive: every stream still satisfies the
+//! invariants and ends in exactly one terminal event.
+
+mod common;
+
+use common::{error_of, Harness};
+use scripted_upstream::{Fault, Script, ToolCallScript};
+use serde_json::json;
+
+fn assert_failed_stream(s: &common::Checked) {
+    assert_eq!(s.terminal_type(), "response.failed", "{}", s.raw);
+    let types = s.types();
+    let n = types.len();
+    assert_eq!(types[n - 2], "error", "error event right before response.failed");
+    let err = &s.events[n - 2];
+    assert!(err["message"].is_string(), "flat message: {err}");
+    assert!(err["error"]["message"].is_string(), "nested error object: {err}");
+    assert_eq!(err["error"]["message"], err["message"]);
+    assert!(s.response["error"]["message"].is_string(), "response.error set");
+    assert!(s.response["error"]["code"].is_string());
+}
+
+#[tokio::test]
+async fn upstream_http_500() {
+    let h = Harness::start().await;
+    h.upstream.push(Script::http_error(500, r#"{"error":{"message":"engine crashed"}}"#));
+    let (status, body) = h.post(json!({"model":"m","input":"x"})).await;
+    assert_eq!(status, 502);
+    let e = error_of(&body);
+    assert_eq!(e["type"], "server_error");
+    assert!(e["message"].as_str().unwrap().contains("500"));
+    h.upstream.push(Script::http_error(500, "oops"));
+    let s = h.stream(json!({"model":"m","input":"x"})).await;
+    assert_failed_stream(&s);
+}
+
+#[tokio::test]
+async fn upstream_unreachable_never_leaks_credentials() {
+    let var = "RG_TEST_KEY_UNREACHABLE";
+    std::env::set_var(var, "sk-very-secret-123");
+    let h = Harness::start_with(|c| {
+        c.upstream.url = Some("http://user:hunter2@127.0.0.1:9/v1".into());
+        c.upstream.api_key_env = Some(var.into());
+    })
+    .await;
+    let (status, body) = h.post(json!({"model":"m","input":"x"})).await;
+    assert_eq!(status, 502);
+    let text = body.to_string();
+    assert!(!text.contains("hunter2") && !text.contains("sk-very-secret-123") && !text.contains("user:"), "{text}");
+    let s = h.stream(json!({"model":"m","input":"x"})).await;
+    assert_failed_stream(&s);
+    assert!(!s.raw.contains("hunter2") && !s.raw.contains("sk-very-secret"));
+}
+
+#[tokio::test]
+async fn upstream_error_body_echoing_the_key_is_redacted() {
+    let var = "RG_TEST_KEY_ECHO";
+    std::env::set_var(var, "sk-echoed-456");
+    let h = Harness::start_with(|c| c.upstream.api_key_env = Some(var.into())).await;
+    h.upstream.push(Script::http_error(401, r#"{"error":{"message":"bad key sk-echoed-456"}}"#));
+    let (status, body) = h.post(json!({"model":"m","input":"x"})).await;
+    assert_eq!(status, 502);
+    assert!(!body.to_string().contains("sk-echoed-456"), "{body}");
+    assert_eq!(h.upstream.requests()[0].authorization.as_deref(), Some("Bearer sk-echoed-456"), "the key is sent upstream");
+}
+
+#[tokio::test]
+async fn mid_stream_disconnect_closes_open_items_and_fails() {
+    let h = Harness::start().await;
+    h.upstream.push(Script::text(&["a", "b", "c", "d", "e"]).fault(Fault::Disconnect { after_chunks: 3 }));
+    let s = h.stream(json!({"model":"m","input":"x"})).await;
+    assert_failed_stream(&s);
+    let msg = &s.response["output"][0];
+    assert_eq!(msg["status"], "incomplete", "{msg}");
+    h.upstream.push(Script::text(&["a", "b", "c", "d", "e"]).fault(Fault::Disconnect { after_chunks: 3 }));
+    let (status, body) = h.post(json!({"model":"m","input":"x"})).await;
+    assert_eq!(status, 502, "{body}");
+}
+
+#[tokio::test]
+async fn malformed_chunk_fails_cleanly() {
+    let h = Harness::start().await;
+    h.upstream.push(Script::text(&["a", "b", "c"]).fault(Fault::Malformed { after_chunks: 2 }));
+    let s = h.stream(json!({"model":"m","input":"x"})).await;
+    assert_failed_stream(&s);
+    h.upstream.push(Script::text(&["a", "b", "c"]).fault(Fault::Malformed { after_chunks: 2 }));
+    assert_eq!(h.post(json!({"model":"m","input":"x"})).await.0, 502);
+}
+
+#[tokio::test]
+async fn stall_longer_than_idle_timeout_fails_with_keepalives_meanwhile() {
+    let h = Harness::start_with(|c| {
+        c.upstream.idle_timeout_ms = 700;
+        c.server.keepalive_interval_ms = 100;
+    })
+    .await;
+    h.upstream.push(Script::text(&["a", "b", "c"]).fault(Fault::Stall { after_chunks: 2, stall_ms: 3000 }));
+    let s = h.stream(json!({"model":"m","input":"x"})).await;
+    assert_failed_stream(&s);
+    assert_eq!(s.response["error"]["code"], "upstream_timeout");
+    assert!(s.keepalives >= 3, "keep-alive comments while waiting: {}", s.keepalives);
+    // a stall shorter than the idle timeout is fine
+    h.upstream.push(Script::text(&["a", "b", "c"]).fault(Fault::Stall { after_chunks: 2, stall_ms: 400 }));
+    let s = h.stream(json!({"model":"m","input":"x"})).await;
+    assert_eq!(s.terminal_type(), "response.completed");
+}
+
+#[tokio::test]
+async fn length_in_the_middle_of_a_call_is_incomplete() {
+    let h = Harness::start().await;
+    let tools = json!([{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]);
+    let cut = ToolCallScript::new("get_weather", r#"{"city":"Pa"#).fragment_chars(4);
+    h.upstream.push(Script::default().with_tool(cut.clone()).finish("length"));
+    let s = h.stream(json!({"model":"m","input":"x","tools":tools})).await;
+    assert_eq!(s.terminal_type(), "response.incomplete");
+    assert_eq!(s.response["incomplete_details"]["reason"], "max_output_tokens");
+    assert_eq!(s.response["output"][0]["type"], "function_call");
+    assert_eq!(s.response["output"][0]["status"], "incomplete");
+    h.upstream.push(Script::default().with_tool(cut).finish("length"));
+    let (status, body) = h.post(json!({"model":"m","input":"x","tools":tools})).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["status"], "incomplete");
+    assert_eq!(body["output"][0]["status"], "incomplete");
+    h.upstream.push(Script::text(&["bad"]).finish("content_filter"));
+    let (_, body) = h.post(json!({"model":"m","input":"x"})).await;
+    assert_eq!(body["status"], "incomplete");
+    assert_eq!(body["incomplete_details"]["reason"], "content_filter");
+    h.upstream.push(Script::text(&["long text"]).finish("length"));
+    let s = h.stream(json!({"model":"m","input":"x"})).await;
+    assert_eq!(s.terminal_type(), "response.incomplete");
+    assert_eq!(s.response["output"][0]["status"], "incomplete");
+}

@@ -1,0 +1,45 @@
+//! `scripted-upstream`: the scripted chat-completions server as a process.
+//!
+//! Prints `LISTENING http://127.0.0.1:PORT` once bound, then serves until killed.
+//! Scripts are queued over HTTP with `POST /_control/scripts`.
+
+use std::io::Write;
+use std::net::SocketAddr;
+
+use clap::Parser;
+use scripted_upstream::{Script, ScriptedUpstream};
+
+/// A scripted OpenAI-compatible chat-completions model server.
+#[derive(Debug, Parser)]
+#[command(name = "scripted-upstream", version)]
+struct Args {
+    /// Address to listen on (port 0 picks a free one).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    listen: SocketAddr,
+    /// Text chunks of the default answer (used when no script is queued).
+    #[arg(long, default_value_t = 64)]
+    default_tokens: usize,
+    /// Pause between chunks of the default answer, in milliseconds.
+    #[arg(long, default_value_t = 0)]
+    token_delay_ms: u64,
+    /// Do not record requests (keeps memory flat in long benchmark runs).
+    #[arg(long)]
+    no_record: bool,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let default = Script::sentence(args.default_tokens).delay_ms(args.token_delay_ms);
+    let upstream = ScriptedUpstream::start_on(args.listen, default).await?;
+    upstream.set_recording(!args.no_record);
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "LISTENING {}", upstream.origin())?;
+    stdout.flush()?;
+    drop(stdout);
+    tokio::select! {
+        _ = upstream.wait() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    Ok(())
+}

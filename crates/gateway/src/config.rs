@@ -196,3 +196,17 @@ mod tests {
         assert!(Config::default().server.listen.ip().is_loopback());
     }
 }
+
+#[cfg(test)]
+mod example_tests {
+    use super::*;
+
+    /// docs/config.example.toml must stay loadable: every key it names exists.
+    #[test]
+    fn example_config_loads() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/config.example.toml");
+        let c = Config::load(Some(&path), &Overrides::default()).expect("example config loads");
+        assert_eq!(c.upstream.idle_timeout_ms, 120_000);
+        assert_eq!(c.server.keepalive_interval_ms, 15_000);
+    }
+}

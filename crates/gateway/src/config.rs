@@ -20,6 +20,49 @@ pub struct Config {
     /// Public model name → upstream model name. When set, only these names are served
     /// (others get 404 `model_not_found`); when absent, `model` passes through.
     pub models: Option<BTreeMap<String, String>>,
+    pub tools: ToolsConfig,
+    pub server_tools: ServerToolsConfig,
+}
+
+/// `[tools]`: the agent loop's bounds for gateway-owned tools.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ToolsConfig {
+    /// Upstream rounds per turn; the last one goes upstream without tools. Default 8.
+    pub max_rounds: usize,
+    /// Gateway tool calls of one round run in parallel, at most this many at once. Default 4.
+    pub max_parallel: usize,
+    /// Timeout of one gateway tool call, in milliseconds. Default 30000.
+    pub call_timeout_ms: u64,
+}
+
+impl Default for ToolsConfig {
+    fn default() -> Self {
+        ToolsConfig { max_rounds: 8, max_parallel: 4, call_timeout_ms: 30_000 }
+    }
+}
+
+/// `[server_tools]`: server-owned custom tools a client selects by name.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerToolsConfig {
+    pub package_version: PackageVersionConfig,
+}
+
+/// `[server_tools.package_version]`: reports installed component versions.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PackageVersionConfig {
+    /// On by default.
+    pub enabled: bool,
+    /// Components it answers for; any other name gets an error listing these.
+    pub allow: Vec<String>,
+}
+
+impl Default for PackageVersionConfig {
+    fn default() -> Self {
+        PackageVersionConfig { enabled: true, allow: crate::executors::components::default_allow() }
+    }
 }
 
 /// `[server]`: the gateway's own HTTP side.
@@ -77,7 +120,13 @@ impl Default for UpstreamConfig {
 
 impl Default for Config {
     fn default() -> Self {
-        Config { server: ServerConfig::default(), upstream: UpstreamConfig::default(), models: None }
+        Config {
+            server: ServerConfig::default(),
+            upstream: UpstreamConfig::default(),
+            models: None,
+            tools: ToolsConfig::default(),
+            server_tools: ServerToolsConfig::default(),
+        }
     }
 }
 
@@ -133,6 +182,9 @@ impl Config {
             .map_err(|e| anyhow::anyhow!("upstream.url is not a valid URL: {e}"))?;
         if !matches!(parsed.scheme(), "http" | "https") {
             anyhow::bail!("upstream.url must be http or https");
+        }
+        if self.tools.max_rounds == 0 || self.tools.max_parallel == 0 || self.tools.call_timeout_ms == 0 {
+            anyhow::bail!("tools.max_rounds, tools.max_parallel and tools.call_timeout_ms must be > 0");
         }
         if self.server.keepalive_interval_ms == 0 || self.upstream.idle_timeout_ms == 0 {
             anyhow::bail!("server.keepalive_interval_ms and upstream.idle_timeout_ms must be > 0");

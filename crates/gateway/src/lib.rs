@@ -4,6 +4,7 @@
 pub mod config;
 pub mod error;
 pub mod events;
+pub mod executors;
 pub mod http;
 pub mod tools;
 pub mod turn;

@@ -6,15 +6,19 @@
 use std::time::Duration;
 
 use proptest::prelude::*;
+use responses_gateway::executors::Registry;
 use responses_gateway::turn::{parse_request, prepare};
 use responses_gateway::upstream::{RoundStream, UpstreamEvent};
 use serde_json::{json, Value};
 
 const CASES: u32 = 10_000;
 
+static REGISTRY: std::sync::LazyLock<Registry> =
+    std::sync::LazyLock::new(|| Registry::from_config(&responses_gateway::Config::default()));
+
 fn parse_and_prepare(bytes: &[u8]) {
     if let Ok(req) = parse_request(bytes) {
-        let _ = prepare(req, None, false);
+        let _ = prepare(req, None, false, &REGISTRY);
     }
 }
 

@@ -11,6 +11,7 @@ use serde::Serialize;
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::ids::new_id;
+use crate::turn::transcript::PROGRESS_ID_PREFIX;
 use super::Accumulator;
 
 /// Where SSE bytes go: one `Bytes` per event, written by the HTTP layer without delay.
@@ -305,10 +306,23 @@ impl Emitter {
         }
     }
 
-    /// Drops progress-only items (marked by `prefix` on their id) from the folded Response;
-    /// used for non-streaming answers and storage, which never carry them.
-    pub fn strip_items(response: &mut Response, prefix: &str) {
-        response.output.retain(|i| !i.id().starts_with(prefix));
+    /// A progress message (streams only): a completed assistant message with
+    /// `phase: "commentary"` and an id marked with [`PROGRESS_ID_PREFIX`], so a replayed copy
+    /// is dropped. Not emitted without a sink: non-streaming and stored responses never
+    /// carry progress.
+    pub fn progress(&mut self, text: &str) {
+        if self.sink.is_none() || text.is_empty() {
+            return;
+        }
+        let idx = self.message_start_with_id(new_id(PROGRESS_ID_PREFIX.trim_end_matches('_')));
+        self.text_delta(idx, text.to_string());
+        self.message_done(idx, Phase::Commentary, ItemStatus::Completed);
+    }
+
+    /// Adds a gateway tool's `custom_tool_call_output` (added and done at once).
+    pub fn custom_call_output(&mut self, call_id: String, output: String, status: ItemStatus) -> usize {
+        let item = OutputItem::CustomToolCallOutput { id: new_id("ctco"), call_id, output, status };
+        self.add_done_item(item.clone(), item)
     }
 }
 

@@ -14,6 +14,7 @@ use axum::routing::{get, post};
 use axum::Router;
 
 use crate::config::Config;
+use crate::executors::Registry;
 use crate::turn::Limits;
 use crate::upstream::ChatCompletions;
 
@@ -25,6 +26,7 @@ pub struct AppState {
     pub reject_unknown: bool,
     pub keepalive: Duration,
     pub limits: Limits,
+    pub registry: Registry,
 }
 
 impl AppState {
@@ -42,7 +44,12 @@ impl AppState {
             models: config.models.clone(),
             reject_unknown: config.server.reject_unknown_parameters,
             keepalive: Duration::from_millis(config.server.keepalive_interval_ms),
-            limits: Limits::default(),
+            limits: Limits {
+                max_rounds: config.tools.max_rounds,
+                max_parallel: config.tools.max_parallel,
+                call_timeout: Duration::from_millis(config.tools.call_timeout_ms),
+            },
+            registry: Registry::from_config(config),
         })
     }
 }

@@ -18,7 +18,7 @@ use crate::turn::{self, Prepared};
 pub async fn create(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
     let prepared = match turn::parse_request(&body)
         .map_err(HttpError::from)
-        .and_then(|req| turn::prepare(req, state.models.as_ref(), state.reject_unknown))
+        .and_then(|req| turn::prepare(req, state.models.as_ref(), state.reject_unknown, &state.registry))
     {
         Ok(p) => p,
         Err(e) => return e.into_response(),

@@ -19,6 +19,18 @@ pub enum ToolChoice {
     Allowed { required: bool, names: Vec<String> },
 }
 
+impl ToolChoice {
+    /// After a round that executed gateway tools, a forcing choice (`required`, a named
+    /// tool, `allowed_tools` in `required` mode) drops back to `auto`, so the loop cannot spin.
+    pub fn relaxed(self) -> ToolChoice {
+        match self {
+            ToolChoice::Required | ToolChoice::Named(_) => ToolChoice::Auto,
+            ToolChoice::Allowed { names, .. } => ToolChoice::Allowed { required: false, names },
+            other => other,
+        }
+    }
+}
+
 fn not_found(name: &str) -> ApiError {
     ApiError::invalid(
         Some("tool_choice".to_string()),
@@ -60,7 +72,7 @@ pub fn resolve(v: Option<&Value>, set: &ToolSet) -> Result<(ToolChoice, Value), 
                     let entry = set.find(name, ns).ok_or_else(|| not_found(name))?;
                     let matches = match kind {
                         "function" => entry.kind == super::ToolKind::Function,
-                        _ => entry.kind == super::ToolKind::Custom,
+                        _ => entry.kind.is_custom(),
                     };
                     if !matches {
                         return Err(not_found(name));

@@ -49,6 +49,7 @@ pub fn declare(
             parameters,
             strict: None,
         },
+        executor: None,
     };
     Ok((vec![entry], echo))
 }

@@ -54,6 +54,7 @@ pub fn declare(
             parameters,
             strict,
         },
+        executor: None,
     };
     Ok((vec![entry], echo))
 }

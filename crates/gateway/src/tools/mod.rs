@@ -7,13 +7,17 @@ pub mod choice;
 pub mod custom;
 pub mod function;
 pub mod namespace;
+pub mod server_custom;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use protocol::ApiError;
 use serde_json::{json, Value};
 
 pub use choice::ToolChoice;
+
+use crate::executors::{Registry, ServerTool};
 
 /// Who executes a tool's calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +37,16 @@ pub enum ToolKind {
     /// `custom`: upstream sees one string parameter ([`custom::INPUT_PARAM`]); calls become
     /// `custom_tool_call` items with the raw `input`.
     Custom,
+    /// `custom` naming a registered server tool: gateway-owned, executed by
+    /// [`ToolEntry::executor`], answered by a `custom_tool_call_output` in the same response.
+    ServerCustom,
+}
+
+impl ToolKind {
+    /// True for kinds whose calls are `custom_tool_call` items.
+    pub fn is_custom(&self) -> bool {
+        matches!(self, ToolKind::Custom | ToolKind::ServerCustom)
+    }
 }
 
 /// A function declaration as the upstream sees it (Chat Completions `tools[].function`).
@@ -69,6 +83,8 @@ pub struct ToolEntry {
     pub owner: Owner,
     /// Upstream declaration; its `name` is the model-visible name.
     pub upstream: UpstreamFunction,
+    /// Set for server tools: where the call runs.
+    pub executor: Option<Arc<dyn ServerTool>>,
 }
 
 impl ToolEntry {
@@ -102,7 +118,7 @@ pub struct ToolSet {
 impl ToolSet {
     /// Validates `tools` and `tool_choice` (contract §2, §3). Errors are 400s naming the
     /// offending `param` (`tools[i].type`, `tools[i].name`, `tool_choice`, …).
-    pub fn build(tools: &[Value], tool_choice: Option<&Value>) -> Result<ToolSet, ApiError> {
+    pub fn build(tools: &[Value], tool_choice: Option<&Value>, registry: &Registry) -> Result<ToolSet, ApiError> {
         let mut set = ToolSet::default();
         for (i, decl) in tools.iter().enumerate() {
             let param = format!("tools[{i}]");
@@ -119,9 +135,25 @@ impl ToolSet {
                     .with_code("missing_required_parameter"))
                 }
             };
+            let name = obj.get("name").and_then(Value::as_str);
+            let server_tool = name.and_then(|n| registry.get(n));
             let (entries, echo) = match kind {
+                "function" if server_tool.is_some() => {
+                    return Err(ApiError::invalid(
+                        format!("{param}.name"),
+                        format!(
+                            "The tool name '{}' belongs to a server tool; declare it as {{\"type\":\"custom\",\"name\":\"{}\"}}.",
+                            name.unwrap_or(""),
+                            name.unwrap_or("")
+                        ),
+                    )
+                    .with_code("reserved_tool_name"))
+                }
                 "function" => function::declare(decl, &param, None)?,
-                "custom" => custom::declare(decl, &param, None)?,
+                "custom" => match server_tool {
+                    Some(tool) => server_custom::declare(decl, &param, tool.clone())?,
+                    None => custom::declare(decl, &param, None)?,
+                },
                 "namespace" => namespace::declare(decl, &param)?,
                 "web_search" | "web_search_2025_08_26" | "web_search_preview"
                 | "web_search_preview_2025_03_11" | "file_search" | "mcp" | "code_interpreter"

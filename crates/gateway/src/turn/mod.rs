@@ -1,7 +1,9 @@
 //! One turn: `prepare` (parse, validate, build the ToolSet and transcript), then `run`
 //! (the bounded loop over upstream rounds). DESIGN.md "Pipeline".
 
+pub mod execute;
 pub mod prepare;
+pub mod round;
 pub mod run;
 pub mod transcript;
 

@@ -12,6 +12,7 @@ use serde_json::json;
 use crate::error::HttpError;
 use crate::events::emitter::now_secs;
 use crate::events::ids::new_id;
+use crate::executors::Registry;
 use crate::tools::ToolSet;
 use crate::turn::transcript::{self, Transcript};
 use crate::upstream::Sampling;
@@ -27,6 +28,8 @@ pub struct Prepared {
     pub sampling: Sampling,
     /// Output-token cap summed over all rounds.
     pub max_output_tokens: Option<u64>,
+    /// Cap on gateway-executed calls in this turn.
+    pub max_tool_calls: Option<u64>,
     pub stream: bool,
     pub store: bool,
 }
@@ -67,6 +70,7 @@ pub fn prepare(
     req: CreateResponse,
     models: Option<&BTreeMap<String, String>>,
     reject_unknown: bool,
+    registry: &Registry,
 ) -> Result<Prepared, HttpError> {
     if let Some(key) = req.unknown.keys().next() {
         if reject_unknown {
@@ -118,8 +122,8 @@ pub fn prepare(
         Some(Input::Items(items)) => items,
         None => return Err(bad("input", "Missing required parameter: 'input'.", "missing_required_parameter")),
     };
-    let tools = ToolSet::build(req.tools.as_deref().unwrap_or(&[]), req.tool_choice.as_ref())?;
-    let transcript = transcript::build(req.instructions.as_deref(), &items)?;
+    let tools = ToolSet::build(req.tools.as_deref().unwrap_or(&[]), req.tool_choice.as_ref(), registry)?;
+    let transcript = transcript::build(req.instructions.as_deref(), &items, &|name| registry.contains(name))?;
     let text = text_config(&req)?;
     let response_format = match &text.format {
         Some(TextFormat::JsonSchema { name, schema, description, strict }) => {
@@ -189,6 +193,7 @@ pub fn prepare(
         tools,
         sampling,
         max_output_tokens: req.max_output_tokens,
+        max_tool_calls: req.max_tool_calls,
         stream: req.stream.unwrap_or(false),
         store,
     })

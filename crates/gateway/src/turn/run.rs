@@ -1,28 +1,36 @@
-//! `turn::run`: the agent loop over upstream rounds (DESIGN.md "Pipeline"). Text and
-//! client-call deltas go straight to the emitter; at the end of a round the calls are
-//! classified by owner. The last round the budget allows goes upstream without tools.
+//! `turn::run`: the agent loop over upstream rounds (DESIGN.md "Pipeline"). At the end
+//! of a round the calls are classified by owner: gateway calls run (and are recorded)
+//! first; client calls then end the turn; unknown names and invalid arguments are answered
+//! with an error the model can read. The last round the budget allows has no tools.
 
-use protocol::output::{ItemStatus, Phase};
+use std::time::Duration;
+
+use protocol::output::ItemStatus;
 use protocol::response::Usage;
 use protocol::Response;
 
 use crate::events::emitter::{Emitter, Terminal};
-use crate::tools::custom::{self, InputDecoder};
-use crate::tools::{Owner, ToolChoice, ToolKind};
+use crate::tools::{custom, Owner, ToolChoice};
+use crate::turn::execute::{self, GatewayCall, ToolResult};
+use crate::turn::round::Round;
 use crate::turn::transcript::Call;
 use crate::turn::Prepared;
-use crate::upstream::{ChatCompletions, FinishReason, RoundRequest, UpstreamError, UpstreamEvent};
+use crate::upstream::{ChatCompletions, FinishReason, RoundRequest, UpstreamError};
 
-/// Loop bounds.
+/// Loop bounds (from `[tools]`).
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     /// Upstream rounds per turn (default 8); the last one has no tools.
     pub max_rounds: usize,
+    /// Gateway calls run at once (default 4).
+    pub max_parallel: usize,
+    /// Per gateway call (default 30 s).
+    pub call_timeout: Duration,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_rounds: 8 }
+        Limits { max_rounds: 8, max_parallel: 4, call_timeout: Duration::from_secs(30) }
     }
 }
 
@@ -34,32 +42,13 @@ pub struct Outcome {
     pub upstream_error: Option<UpstreamError>,
 }
 
-/// A call being received in the current round.
-#[derive(Debug, Default)]
-struct PendingCall {
-    index: usize,
-    call_id: String,
-    name: String,
-    arguments: String,
-    /// Set once a client-owned call has been added to the output (its deltas stream).
-    output_index: Option<usize>,
-    decoder: Option<InputDecoder>,
-}
-
-/// State of one round.
-#[derive(Debug, Default)]
-struct Round {
-    message: Option<usize>,
-    calls: Vec<PendingCall>,
-    finish: Option<FinishReason>,
-}
-
-/// Runs the turn to its terminal event and returns the folded Response.
+/// Runs the turn to its one terminal event and returns the folded Response.
 pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitter, limits: Limits) -> Outcome {
-    let Prepared { upstream_model, mut transcript, tools, mut sampling, max_output_tokens, .. } = turn;
+    let Prepared { upstream_model, mut transcript, tools, mut sampling, max_output_tokens, max_tool_calls, .. } = turn;
     let mut usage = Usage::default();
+    let mut executed: u64 = 0;
     emitter.start();
-    let choice = tools.choice.clone();
+    let mut choice = tools.choice.clone();
     let max_rounds = limits.max_rounds.max(1);
     for round_no in 0..max_rounds {
         let last = round_no + 1 == max_rounds;
@@ -85,178 +74,99 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
                 match stream.next().await {
                     None => break None,
                     Some(Err(e)) => break Some(e),
-                    Some(Ok(ev)) => on_event(ev, &mut round, &tools, emitter, &mut usage),
+                    Some(Ok(ev)) => round.on_event(ev, &tools, emitter, &mut usage),
                 }
             },
         };
         if let Some(err) = failure {
-            close_all(&mut round, emitter, ItemStatus::Incomplete);
+            round.close_all(emitter, ItemStatus::Incomplete);
             let terminal = Terminal::Failed { code: err.code().into(), message: err.to_string() };
             return finish(emitter, terminal, usage, Some(err));
         }
+        // A truncated round is never executed: its calls are closed as incomplete.
         let truncated = match round.finish {
             Some(FinishReason::Length) => Some("max_output_tokens"),
             Some(FinishReason::ContentFilter) => Some("content_filter"),
             _ => None,
         };
         if let Some(reason) = truncated {
-            close_all(&mut round, emitter, ItemStatus::Incomplete);
+            round.close_all(emitter, ItemStatus::Incomplete);
             return finish(emitter, Terminal::Incomplete(reason.into()), usage, None);
         }
-        let has_calls = !round.calls.is_empty();
-        let text = match round.message {
-            Some(idx) => {
-                let phase = if has_calls { Phase::Commentary } else { Phase::FinalAnswer };
-                let text = emitter.message_text(idx);
-                emitter.message_done(idx, phase, ItemStatus::Completed);
-                text
-            }
-            None => String::new(),
-        };
-        if !has_calls {
+        let text = round.close_message(emitter, ItemStatus::Completed);
+        if round.calls.is_empty() {
             return finish(emitter, Terminal::Completed, usage, None);
         }
-        // Classify by owner: client calls end the turn; unknown names are answered with an
-        // error the model can read and never appear in `output`.
-        let mut client_calls = 0;
-        let mut transcript_calls = Vec::new();
-        let mut rejected = Vec::new();
+        let mut gateway = Vec::new();
+        let mut answers: Vec<ToolResult> = Vec::new();
+        let mut client = Vec::new();
+        let mut transcript_calls = Vec::with_capacity(round.calls.len());
         for call in &mut round.calls {
-            if call.call_id.is_empty() {
-                call.call_id = crate::events::ids::new_id("call");
-            }
-            match tools.lookup(&call.name) {
-                Some(entry) if entry.owner == Owner::Client => {
-                    client_calls += 1;
-                    let idx = match call.output_index {
-                        Some(idx) => idx,
-                        None => start_client_item(call, entry.kind.clone(), entry.name.clone(), entry.namespace.clone(), emitter),
-                    };
-                    let final_text = match entry.kind {
-                        ToolKind::Function => call.arguments.clone(),
-                        ToolKind::Custom => custom::input_from_arguments(&call.arguments),
-                    };
-                    emitter.call_done(idx, final_text, ItemStatus::Completed);
-                }
-                _ => {
-                    rejected.push((call.call_id.clone(), format!(
-                        "error: there is no tool named '{}'. Use one of the declared tools or answer directly.",
-                        call.name
-                    )));
-                }
-            }
+            call.ensure_id();
             transcript_calls.push(Call { call_id: call.call_id.clone(), name: call.name.clone(), arguments: call.arguments.clone() });
+            let reject = |content: String| ToolResult { call_id: call.call_id.clone(), content };
+            match tools.lookup(&call.name) {
+                None => answers.push(reject(format!(
+                    "error: there is no tool named '{}'. Use one of the declared tools or answer directly.",
+                    call.name
+                ))),
+                Some(entry) if entry.owner == Owner::Client => client.push(call.index),
+                Some(entry) => match (execute::validate(entry, &call.arguments), &entry.executor) {
+                    (Err(msg), _) => answers.push(reject(msg)),
+                    (Ok(_), _) if max_tool_calls.is_some_and(|cap| executed >= cap) => answers.push(reject(
+                        "error: max_tool_calls reached; this call was not executed. Answer with what you have.".into(),
+                    )),
+                    (Ok(input), Some(executor)) => {
+                        executed += 1;
+                        gateway.push(GatewayCall {
+                            call_id: call.call_id.clone(),
+                            name: entry.name.clone(),
+                            input,
+                            executor: executor.clone(),
+                        });
+                    }
+                    (Ok(_), None) => answers.push(reject("error: this tool has no executor configured.".into())),
+                },
+            }
         }
-        if client_calls > 0 {
+        let ran_gateway = !gateway.is_empty();
+        let results = execute::run_calls(gateway, emitter, limits.max_parallel, limits.call_timeout).await;
+        // Client calls are surfaced after the gateway calls ran; they end the turn.
+        if !client.is_empty() {
+            for call in round.calls.iter_mut().filter(|c| client.contains(&c.index)) {
+                let Some(entry) = tools.lookup(&call.name) else { continue };
+                let idx = match call.output_index {
+                    Some(idx) => idx,
+                    None => call.start_client_item(&entry.kind, &entry.name, entry.namespace.clone(), emitter),
+                };
+                let final_text = if entry.kind.is_custom() {
+                    custom::input_from_arguments(&call.arguments)
+                } else {
+                    call.arguments.clone()
+                };
+                emitter.call_done(idx, final_text, ItemStatus::Completed);
+            }
             return finish(emitter, Terminal::Completed, usage, None);
         }
         transcript.push_assistant(text, transcript_calls);
-        for (call_id, content) in rejected {
-            transcript.push_tool_result(call_id, content);
+        // Results in the order the model made the calls.
+        let mut all: Vec<ToolResult> = results.into_iter().chain(answers).collect();
+        let order: Vec<String> = round.calls.iter().map(|c| c.call_id.clone()).collect();
+        all.sort_by_key(|r| order.iter().position(|id| *id == r.call_id).unwrap_or(usize::MAX));
+        for r in all {
+            transcript.push_tool_result(r.call_id, r.content);
         }
-        if emitter.client_gone() {
-            tracing::debug!("client gone between rounds");
+        if ran_gateway {
+            choice = choice.relaxed();
         }
     }
     finish(emitter, Terminal::Completed, usage, None)
 }
 
 fn finish(emitter: &mut Emitter, terminal: Terminal, usage: Usage, err: Option<UpstreamError>) -> Outcome {
-    let failed = matches!(terminal, Terminal::Failed { .. });
-    if failed {
-        if let Terminal::Failed { code, message } = &terminal {
-            emitter.error_event(code, message);
-        }
+    if let Terminal::Failed { code, message } = &terminal {
+        emitter.error_event(code, message);
     }
     let response = emitter.finish(terminal, usage);
     Outcome { response, upstream_error: err }
-}
-
-fn on_event(ev: UpstreamEvent, round: &mut Round, tools: &crate::tools::ToolSet, emitter: &mut Emitter, usage: &mut Usage) {
-    match ev {
-        UpstreamEvent::Text(delta) => {
-            let idx = match round.message {
-                Some(i) => i,
-                None => {
-                    let i = emitter.message_start();
-                    round.message = Some(i);
-                    i
-                }
-            };
-            emitter.text_delta(idx, delta);
-        }
-        UpstreamEvent::ToolCall { index, id, name, arguments } => {
-            let pos = match round.calls.iter().position(|c| c.index == index) {
-                Some(p) => p,
-                None => {
-                    round.calls.push(PendingCall { index, ..Default::default() });
-                    round.calls.len() - 1
-                }
-            };
-            let call = &mut round.calls[pos];
-            if let Some(id) = id.filter(|s| !s.is_empty()) {
-                if call.call_id.is_empty() {
-                    call.call_id = id;
-                }
-            }
-            if let Some(n) = name {
-                if call.output_index.is_none() {
-                    call.name.push_str(&n);
-                }
-            }
-            let piece = arguments.unwrap_or_default();
-            call.arguments.push_str(&piece);
-            match call.output_index {
-                Some(idx) => stream_piece(call, idx, piece, emitter),
-                None => {
-                    // A client-owned call starts streaming as soon as its name is known.
-                    if let Some(entry) = tools.lookup(&call.name).filter(|e| e.owner == Owner::Client) {
-                        if call.call_id.is_empty() {
-                            call.call_id = crate::events::ids::new_id("call");
-                        }
-                        let idx = start_client_item(call, entry.kind.clone(), entry.name.clone(), entry.namespace.clone(), emitter);
-                        let so_far = call.arguments.clone();
-                        stream_piece(call, idx, so_far, emitter);
-                    }
-                }
-            }
-        }
-        UpstreamEvent::Finish(r) => round.finish = Some(r),
-        UpstreamEvent::Usage(u) => usage.add(&u),
-    }
-}
-
-fn start_client_item(call: &mut PendingCall, kind: ToolKind, name: String, namespace: Option<String>, emitter: &mut Emitter) -> usize {
-    let idx = match kind {
-        ToolKind::Function => emitter.function_call_start(call.call_id.clone(), name, namespace),
-        ToolKind::Custom => {
-            call.decoder = Some(InputDecoder::default());
-            emitter.custom_call_start(call.call_id.clone(), name, namespace)
-        }
-    };
-    call.output_index = Some(idx);
-    idx
-}
-
-fn stream_piece(call: &mut PendingCall, idx: usize, piece: String, emitter: &mut Emitter) {
-    let delta = match &mut call.decoder {
-        Some(d) => d.feed(&piece),
-        None => piece,
-    };
-    emitter.call_delta(idx, delta);
-}
-
-/// Closes every open item of the round (message and streamed calls) with `status`.
-fn close_all(round: &mut Round, emitter: &mut Emitter, status: ItemStatus) {
-    let has_calls = !round.calls.is_empty();
-    if let Some(idx) = round.message.take() {
-        let phase = if has_calls { Phase::Commentary } else { Phase::FinalAnswer };
-        emitter.message_done(idx, phase, status);
-    }
-    for call in &round.calls {
-        if let Some(idx) = call.output_index {
-            let final_text = emitter.call_text(idx);
-            emitter.call_done(idx, final_text, status);
-        }
-    }
 }

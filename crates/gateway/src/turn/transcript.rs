@@ -57,6 +57,25 @@ impl Transcript {
         self.entries.push(Entry::ToolResult { call_id, content });
     }
 
+    /// Removes the unanswered call `call_id` if it belongs to a server tool; true if removed.
+    fn drop_server_call(&mut self, call_id: &str, is_server_tool: &dyn Fn(&str) -> bool) -> bool {
+        for (i, e) in self.entries.iter_mut().enumerate() {
+            if let Entry::Assistant { text, calls } = e {
+                if let Some(pos) = calls.iter().position(|c| c.call_id == call_id) {
+                    if !is_server_tool(&calls[pos].name) {
+                        return false;
+                    }
+                    calls.remove(pos);
+                    if calls.is_empty() && text.is_empty() {
+                        self.entries.remove(i);
+                    }
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
     fn push_call(&mut self, call: Call) {
         if let Some(Entry::Assistant { calls, .. }) = self.entries.last_mut() {
             calls.push(call);
@@ -68,8 +87,14 @@ impl Transcript {
 
 /// Builds the transcript. Errors (400): a tool output whose `call_id` matches no earlier
 /// call or repeats one, a call with no output (`No tool output found for function call …`),
-/// an unsupported `input_file`, an `item_reference` (needs a stored response).
-pub fn build(instructions: Option<&str>, items: &[InputItem]) -> Result<Transcript, ApiError> {
+/// an unsupported `input_file`, an `item_reference` (needs a stored response). A replayed
+/// call of a server tool (`is_server_tool`) without its output — an older SDK drops
+/// `custom_tool_call_output` — is dropped from the transcript instead.
+pub fn build(
+    instructions: Option<&str>,
+    items: &[InputItem],
+    is_server_tool: &dyn Fn(&str) -> bool,
+) -> Result<Transcript, ApiError> {
     let mut t = Transcript::default();
     let mut system: Vec<String> = instructions.filter(|s| !s.is_empty()).map(|s| vec![s.to_string()]).unwrap_or_default();
     // call_id → answered?
@@ -108,11 +133,13 @@ pub fn build(instructions: Option<&str>, items: &[InputItem]) -> Result<Transcri
             }
         }
     }
-    if let Some((call_id, _)) = calls.iter().find(|(_, answered)| !answered) {
-        return Err(ApiError::invalid(
-            Some("input".to_string()),
-            format!("No tool output found for function call {call_id}."),
-        ));
+    for (call_id, _) in calls.iter().filter(|(_, answered)| !answered) {
+        if !t.drop_server_call(call_id, is_server_tool) {
+            return Err(ApiError::invalid(
+                Some("input".to_string()),
+                format!("No tool output found for function call {call_id}."),
+            ));
+        }
     }
     if !system.is_empty() {
         t.system = Some(system.join("\n\n"));
@@ -322,15 +349,28 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn b(i: Option<&str>, items: &[InputItem]) -> Result<Transcript, ApiError> {
+        build(i, items, &|n| n == "package_version")
+    }
+
+    #[test]
+    fn server_call_without_output_is_dropped() {
+        let t = b(None, &items(json!([
+            {"role":"user","content":"v?"},
+            {"type":"custom_tool_call","call_id":"c1","name":"package_version","input":"axum"},
+            {"type":"message","role":"assistant","content":"axum 0.8"}
+        ]))).unwrap();
+        assert_eq!(t.entries.len(), 2, "{:?}", t.entries);
+    }
+
     fn items(v: serde_json::Value) -> Vec<InputItem> {
         serde_json::from_value(v).unwrap()
     }
 
     #[test]
     fn system_and_developer_merge_into_one_leading_system() {
-        let t = build(
-            Some("Be brief."),
-            &items(json!([
+        let t = b(
+            Some("Be brief."), &items(json!([
                 {"role":"developer","content":"Use metric."},
                 {"role":"user","content":"hi"},
                 {"type":"message","role":"system","content":[{"type":"input_text","text":"Late rule."}]}
@@ -343,7 +383,8 @@ mod tests {
 
     #[test]
     fn call_without_output_names_the_call_id() {
-        let err = build(None, &items(json!([
+        let err = b(
+            None, &items(json!([
             {"role":"user","content":"x"},
             {"type":"function_call","call_id":"call_9","name":"f","arguments":"{}"}
         ]))).unwrap_err();
@@ -352,11 +393,13 @@ mod tests {
 
     #[test]
     fn output_must_match_exactly_one_call() {
-        let orphan = build(None, &items(json!([
+        let orphan = b(
+            None, &items(json!([
             {"type":"function_call_output","call_id":"nope","output":"x"}
         ]))).unwrap_err();
         assert_eq!(orphan.param.as_deref(), Some("input[0].call_id"));
-        let twice = build(None, &items(json!([
+        let twice = b(
+            None, &items(json!([
             {"type":"function_call","call_id":"c","name":"f","arguments":"{}"},
             {"type":"function_call_output","call_id":"c","output":"1"},
             {"type":"function_call_output","call_id":"c","output":"2"}
@@ -366,7 +409,8 @@ mod tests {
 
     #[test]
     fn reasoning_and_progress_messages_are_dropped() {
-        let t = build(None, &items(json!([
+        let t = b(
+            None, &items(json!([
             {"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"secret"}]},
             {"type":"message","id":"msg_progress_1","role":"assistant","status":"completed","content":[{"type":"output_text","text":"Looking up","annotations":[]}]},
             {"type":"message","id":"msg_2","role":"assistant","status":"completed","phase":"final_answer","content":[{"type":"output_text","text":"Hi","annotations":[]}]},
@@ -378,12 +422,14 @@ mod tests {
     #[test]
     fn text_files_inline_and_binary_files_are_rejected() {
         let b64 = base64::engine::general_purpose::STANDARD.encode("col\n1");
-        let t = build(None, &items(json!([{"role":"user","content":[
+        let t = b(
+            None, &items(json!([{"role":"user","content":[
             {"type":"input_file","filename":"a.csv","file_data":format!("data:text/csv;base64,{b64}")}
         ]}]))).unwrap();
         let Entry::User(parts) = &t.entries[0] else { panic!() };
         assert_eq!(parts[0], UserPart::Text("<file name=\"a.csv\">\ncol\n1\n</file>".into()));
-        let err = build(None, &items(json!([{"role":"user","content":[
+        let err = b(
+            None, &items(json!([{"role":"user","content":[
             {"type":"input_file","filename":"a.pdf","file_data":"data:application/pdf;base64,JVBERi0="}
         ]}]))).unwrap_err();
         assert_eq!(err.code.as_deref(), Some("unsupported_file"));

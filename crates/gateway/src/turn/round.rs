@@ -1,0 +1,140 @@
+//! One upstream round as it streams: text and client-owned call deltas go straight to the
+//! emitter; gateway-owned and unknown calls are collected for the end of the round.
+
+use protocol::output::{ItemStatus, Phase};
+use protocol::response::Usage;
+
+use crate::events::emitter::Emitter;
+use crate::events::ids::new_id;
+use crate::tools::custom::InputDecoder;
+use crate::tools::{Owner, ToolKind, ToolSet};
+use crate::upstream::{FinishReason, UpstreamEvent};
+
+/// A call received in the current round, under its model-visible name.
+#[derive(Debug, Default)]
+pub struct PendingCall {
+    pub index: usize,
+    pub call_id: String,
+    pub name: String,
+    pub arguments: String,
+    /// Set once a client-owned call has been added to the output (its deltas stream).
+    pub output_index: Option<usize>,
+    decoder: Option<InputDecoder>,
+}
+
+/// State of one round.
+#[derive(Debug, Default)]
+pub struct Round {
+    /// The assistant message of this round, once text arrived.
+    pub message: Option<usize>,
+    pub calls: Vec<PendingCall>,
+    pub finish: Option<FinishReason>,
+}
+
+impl Round {
+    /// Applies one upstream event.
+    pub fn on_event(&mut self, ev: UpstreamEvent, tools: &ToolSet, emitter: &mut Emitter, usage: &mut Usage) {
+        match ev {
+            UpstreamEvent::Text(delta) => {
+                let idx = match self.message {
+                    Some(i) => i,
+                    None => {
+                        let i = emitter.message_start();
+                        self.message = Some(i);
+                        i
+                    }
+                };
+                emitter.text_delta(idx, delta);
+            }
+            UpstreamEvent::ToolCall { index, id, name, arguments } => {
+                let pos = match self.calls.iter().position(|c| c.index == index) {
+                    Some(p) => p,
+                    None => {
+                        self.calls.push(PendingCall { index, ..Default::default() });
+                        self.calls.len() - 1
+                    }
+                };
+                let call = &mut self.calls[pos];
+                if let Some(id) = id.filter(|s| !s.is_empty()) {
+                    if call.call_id.is_empty() {
+                        call.call_id = id;
+                    }
+                }
+                if let Some(n) = name {
+                    if call.output_index.is_none() {
+                        call.name.push_str(&n);
+                    }
+                }
+                let piece = arguments.unwrap_or_default();
+                call.arguments.push_str(&piece);
+                match call.output_index {
+                    Some(idx) => call.stream_piece(idx, piece, emitter),
+                    None => {
+                        // A client-owned call streams as soon as its name is known.
+                        if let Some(entry) = tools.lookup(&call.name).filter(|e| e.owner == Owner::Client) {
+                            let idx = call.start_client_item(&entry.kind, &entry.name, entry.namespace.clone(), emitter);
+                            let so_far = call.arguments.clone();
+                            call.stream_piece(idx, so_far, emitter);
+                        }
+                    }
+                }
+            }
+            UpstreamEvent::Finish(r) => self.finish = Some(r),
+            UpstreamEvent::Usage(u) => usage.add(&u),
+        }
+    }
+
+    /// Closes the round's message with the phase its calls imply; returns its text.
+    pub fn close_message(&mut self, emitter: &mut Emitter, status: ItemStatus) -> String {
+        let phase = if self.calls.is_empty() { Phase::FinalAnswer } else { Phase::Commentary };
+        match self.message.take() {
+            Some(idx) => {
+                let text = emitter.message_text(idx);
+                emitter.message_done(idx, phase, status);
+                text
+            }
+            None => String::new(),
+        }
+    }
+
+    /// Closes every open item (message and streamed calls) with `status`.
+    pub fn close_all(&mut self, emitter: &mut Emitter, status: ItemStatus) {
+        self.close_message(emitter, status);
+        for call in &self.calls {
+            if let Some(idx) = call.output_index {
+                let final_text = emitter.call_text(idx);
+                emitter.call_done(idx, final_text, status);
+            }
+        }
+    }
+}
+
+impl PendingCall {
+    /// Gives the call an id when the upstream sent none.
+    pub fn ensure_id(&mut self) {
+        if self.call_id.is_empty() {
+            self.call_id = new_id("call");
+        }
+    }
+
+    /// Adds the client-owned call's item (`function_call` or `custom_tool_call`).
+    pub fn start_client_item(&mut self, kind: &ToolKind, name: &str, namespace: Option<String>, emitter: &mut Emitter) -> usize {
+        self.ensure_id();
+        let idx = if kind.is_custom() {
+            self.decoder = Some(InputDecoder::default());
+            emitter.custom_call_start(self.call_id.clone(), name.to_string(), namespace)
+        } else {
+            emitter.function_call_start(self.call_id.clone(), name.to_string(), namespace)
+        };
+        self.output_index = Some(idx);
+        idx
+    }
+
+    fn stream_piece(&mut self, idx: usize, piece: String, emitter: &mut Emitter) {
+        let delta = match &mut self.decoder {
+            Some(d) => d.feed(&piece),
+            None => piece,
+        };
+        emitter.call_delta(idx, delta);
+    }
+}

@@ -93,6 +93,8 @@ pub struct UpstreamConfig {
     pub idle_timeout_ms: u64,
     /// TCP connect timeout, milliseconds.
     pub connect_timeout_ms: u64,
+    /// Idle pooled connections to the upstream are closed after this long, milliseconds.
+    pub pool_idle_timeout_ms: u64,
 }
 
 impl Default for ServerConfig {
@@ -114,6 +116,7 @@ impl Default for UpstreamConfig {
             api_key_env: None,
             idle_timeout_ms: 120_000,
             connect_timeout_ms: 10_000,
+            pool_idle_timeout_ms: 90_000,
         }
     }
 }

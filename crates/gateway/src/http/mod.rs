@@ -38,6 +38,7 @@ impl AppState {
             config.upstream_api_key()?,
             Duration::from_millis(config.upstream.idle_timeout_ms),
             Duration::from_millis(config.upstream.connect_timeout_ms),
+            Duration::from_millis(config.upstream.pool_idle_timeout_ms),
         )?;
         Ok(AppState {
             upstream,

@@ -27,13 +27,14 @@ pub struct ChatCompletions {
 
 impl ChatCompletions {
     /// `base` is the OpenAI base URL including `/v1`; `idle` bounds every wait on the
-    /// upstream (headers and each chunk).
-    pub fn new(base: &str, api_key: Option<String>, idle: Duration, connect: Duration) -> anyhow::Result<Self> {
+    /// upstream (headers and each chunk); `pool_idle` closes unused pooled connections.
+    pub fn new(base: &str, api_key: Option<String>, idle: Duration, connect: Duration, pool_idle: Duration) -> anyhow::Result<Self> {
         crate::install_crypto();
         let client = reqwest::Client::builder()
             .connect_timeout(connect)
             .tcp_nodelay(true)
             .pool_max_idle_per_host(256)
+            .pool_idle_timeout(pool_idle)
             .build()?;
         Ok(ChatCompletions { client, base: base.trim_end_matches('/').to_string(), api_key, idle })
     }

@@ -6,7 +6,12 @@ pub mod stream_check;
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
 use responses_gateway::config::Config;
+use responses_gateway::executors::{Registry, ServerTool};
+use responses_gateway::http::AppState;
 use scripted_upstream::ScriptedUpstream;
 use serde_json::Value;
 
@@ -25,6 +30,11 @@ impl Harness {
     }
 
     pub async fn start_with(edit: impl FnOnce(&mut Config)) -> Harness {
+        Harness::start_full(edit, |_| {}).await
+    }
+
+    /// As `start_with`, and lets the test register extra server tools.
+    pub async fn start_full(edit: impl FnOnce(&mut Config), tools: impl FnOnce(&mut Registry) + Send + 'static) -> Harness {
         let upstream = ScriptedUpstream::start().await.expect("upstream");
         let mut config = Config::default();
         config.upstream.url = Some(upstream.base_url());
@@ -37,9 +47,10 @@ impl Harness {
             let shutdown = async {
                 let _ = rx.await;
             };
-            if let Err(e) = responses_gateway::serve_on(listener, &config, shutdown).await {
-                eprintln!("gateway stopped: {e}");
-            }
+            let mut state = AppState::from_config(&config).expect("state");
+            tools(&mut state.registry);
+            let app = responses_gateway::http::router(Arc::new(state), config.server.max_body_bytes);
+            let _ = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
         });
         responses_gateway::install_crypto();
         let client = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().expect("client");
@@ -113,4 +124,49 @@ pub fn items_without_ids(response: &Value) -> Vec<Value> {
             i
         })
         .collect()
+}
+
+/// A test server tool: sleeps `delay_ms`, then answers `"<name>:<input>"`, or fails when
+/// `fail` is set.
+#[derive(Debug)]
+pub struct TestTool {
+    pub name: &'static str,
+    pub delay_ms: u64,
+    pub fail: bool,
+    pub running: Arc<std::sync::atomic::AtomicUsize>,
+    pub max_running: Arc<std::sync::atomic::AtomicUsize>,
+    pub completed: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl TestTool {
+    pub fn new(name: &'static str, delay_ms: u64, fail: bool) -> Arc<TestTool> {
+        Arc::new(TestTool { name, delay_ms, fail, running: Default::default(), max_running: Default::default(), completed: Default::default() })
+    }
+}
+
+impl ServerTool for TestTool {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn description(&self) -> String {
+        format!("test tool {}", self.name)
+    }
+    fn progress(&self, input: &str) -> String {
+        format!("Running {} on {input}", self.name)
+    }
+    fn run<'a>(&'a self, input: &'a str) -> BoxFuture<'a, Result<String, String>> {
+        use std::sync::atomic::Ordering::SeqCst;
+        Box::pin(async move {
+            let now = self.running.fetch_add(1, SeqCst) + 1;
+            self.max_running.fetch_max(now, SeqCst);
+            tokio::time::sleep(std::time::Duration::from_millis(self.delay_ms)).await;
+            self.running.fetch_sub(1, SeqCst);
+            self.completed.fetch_add(1, SeqCst);
+            if self.fail {
+                Err(format!("{} backend is down", self.name))
+            } else {
+                Ok(format!("{}:{input}", self.name))
+            }
+        })
+    }
 }

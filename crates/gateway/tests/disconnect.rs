@@ -1,0 +1,93 @@
+//! Client disconnects: a `store: false` turn is cancelled (its tool executions and the
+//! upstream request with it); a `store: true` turn runs to its end. After 200 disconnects
+//! the process's open file descriptors and tokio tasks are back to their baseline.
+
+mod common;
+
+use std::sync::atomic::Ordering::SeqCst;
+use std::time::Duration;
+
+use common::{Harness, TestTool};
+use futures_util::StreamExt;
+use scripted_upstream::{Script, ToolCallScript};
+use serde_json::json;
+
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0)
+}
+
+fn alive_tasks() -> usize {
+    tokio::runtime::Handle::current().metrics().num_alive_tasks()
+}
+
+/// Starts a streamed request and drops it once `marker` has been received.
+async fn disconnect_after(client: &reqwest::Client, base: &str, store: bool, marker: &str) {
+    let body = json!({"model":"m","input":"x","stream":true,"store":store,"tools":[{"type":"custom","name":"slow"}]});
+    let resp = client.post(format!("{base}/v1/responses")).json(&body).send().await.expect("send");
+    let mut stream = resp.bytes_stream();
+    let mut seen = String::new();
+    while let Some(Ok(chunk)) = stream.next().await {
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+        if seen.contains(marker) {
+            break;
+        }
+    }
+    drop(stream);
+}
+
+async fn settle(what: &str, baseline: usize, now: impl Fn() -> usize) {
+    for _ in 0..200 {
+        if now() <= baseline {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{what} did not return to baseline {baseline}: {}", now());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disconnects_cancel_or_finish_and_leak_nothing() {
+    let slow = TestTool::new("slow", 40, false);
+    let probe = slow.clone();
+    let h = Harness::start_full(|c| c.upstream.pool_idle_timeout_ms = 300, move |r| r.register(slow)).await;
+    h.upstream.set_default(Script::default().with_tool(ToolCallScript::new("slow", r#"{"input":"z"}"#)));
+    let client = reqwest::Client::builder().pool_max_idle_per_host(0).build().expect("client");
+
+    // store:false, disconnect mid-tool: the execution is cancelled, no second round.
+    let before = h.upstream.requests().len();
+    disconnect_after(&client, &h.base, false, "custom_tool_call").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(probe.completed.load(SeqCst), 0, "store:false cancels the running tool");
+    assert_eq!(h.upstream.requests().len(), before + 1, "and no further upstream round starts");
+
+    // store:true, disconnect mid-tool: the turn runs to its end.
+    h.upstream.push(Script::default().with_tool(ToolCallScript::new("slow", r#"{"input":"z"}"#)));
+    h.upstream.push(Script::text(&["done"]));
+    let before = h.upstream.requests().len();
+    disconnect_after(&client, &h.base, true, "custom_tool_call").await;
+    for _ in 0..100 {
+        if h.upstream.requests().len() == before + 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(h.upstream.requests().len(), before + 2, "store:true finishes the turn after a disconnect");
+    assert!(probe.completed.load(SeqCst) >= 1);
+
+    // 200 disconnects, half of each kind, then everything is back to the baseline.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let (fd_base, task_base) = (open_fds(), alive_tasks());
+    h.upstream.set_recording(false);
+    for i in 0..200 {
+        h.upstream.set_default(if i % 4 == 0 {
+            Script::sentence(64).delay_ms(5)
+        } else {
+            Script::default().with_tool(ToolCallScript::new("slow", r#"{"input":"z"}"#))
+        });
+        let marker = if i % 4 == 0 { "output_text.delta" } else { "custom_tool_call" };
+        disconnect_after(&client, &h.base, i % 2 == 0, marker).await;
+    }
+    h.upstream.set_default(Script::text(&["idle"]));
+    settle("tasks", task_base, alive_tasks).await;
+    settle("file descriptors", fd_base + 2, open_fds).await;
+}

@@ -1,0 +1,275 @@
+//! The tool framework and the agent loop: routing by owner, the server-owned
+//! `package_version` tool, budgets, rejections and collisions.
+
+mod common;
+
+use std::sync::atomic::Ordering::SeqCst;
+
+use common::{error_of, items_without_ids, Harness, TestTool};
+use scripted_upstream::{Script, ToolCallScript};
+use serde_json::{json, Value};
+
+fn pv() -> Value {
+    json!({"type":"custom","name":"package_version"})
+}
+
+fn weather() -> Value {
+    json!({"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}})
+}
+
+fn types(resp: &Value) -> Vec<String> {
+    resp["output"].as_array().unwrap().iter().map(|i| i["type"].as_str().unwrap().to_string()).collect()
+}
+
+fn tool_messages(body: &Value) -> Vec<Value> {
+    body["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "tool").cloned().collect()
+}
+
+#[tokio::test]
+async fn package_version_runs_inside_one_response() {
+    let h = Harness::start().await;
+    h.upstream.push(Script::tool_call("package_version", r#"{"input":"axum"}"#));
+    h.upstream.push(Script::text(&["axum is installed."]));
+    let (status, body) = h.post(json!({"model":"m","input":"axum version?","tools":[pv()]})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(types(&body), vec!["custom_tool_call", "custom_tool_call_output", "message"]);
+    assert_eq!(body["output"][0]["name"], "package_version");
+    assert_eq!(body["output"][0]["input"], "axum");
+    assert_eq!(body["output"][1]["call_id"], body["output"][0]["call_id"]);
+    assert_eq!(body["output"][1]["status"], "completed");
+    assert!(body["output"][1]["output"].as_str().unwrap().starts_with("axum 0.8"), "{}", body["output"][1]);
+    assert_eq!(body["output"][2]["phase"], "final_answer");
+    assert_eq!(body["usage"]["input_tokens"], 20, "usage sums both upstream calls");
+    let reqs = h.upstream.requests();
+    assert_eq!(reqs.len(), 2);
+    let up_tool = &reqs[0].body["tools"][0]["function"];
+    assert_eq!(up_tool["name"], "package_version");
+    assert!(up_tool["description"].as_str().unwrap().contains("tokio"), "the server owns the description");
+    let tm = tool_messages(&reqs[1].body);
+    assert_eq!(tm.len(), 1);
+    assert!(tm[0]["content"].as_str().unwrap().starts_with("axum 0.8"));
+    // streamed: the same items plus one progress message, all in one lifecycle
+    h.upstream.push(Script::tool_call("package_version", r#"{"input":"axum"}"#));
+    h.upstream.push(Script::text(&["axum is installed."]));
+    let s = h.stream(json!({"model":"m","input":"axum version?","tools":[pv()]})).await;
+    assert_eq!(types(&s.response), vec!["message", "custom_tool_call", "custom_tool_call_output", "message"]);
+    let progress = &s.response["output"][0];
+    assert!(progress["id"].as_str().unwrap().starts_with("msg_progress_"));
+    assert_eq!(progress["phase"], "commentary");
+    assert_eq!(progress["content"][0]["text"], "Looking up the installed version of axum");
+    let mut streamed = s.response.clone();
+    streamed["output"].as_array_mut().unwrap().remove(0);
+    assert_eq!(items_without_ids(&streamed), items_without_ids(&body), "stream = non-stream, except progress");
+    assert_eq!(s.of_type("response.created").len(), 1);
+    // the progress message never reaches the model
+    let third = &h.upstream.requests()[3].body;
+    assert!(!third.to_string().contains("Looking up"), "{third}");
+    // replay (store=false clients): the output items rebuild the transcript, progress dropped
+    h.upstream.push(Script::text(&["again"]));
+    let mut input = vec![json!({"role":"user","content":"axum version?"})];
+    input.extend(s.response["output"].as_array().unwrap().iter().cloned());
+    input.push(json!({"role":"user","content":"and tokio?"}));
+    let (status, _) = h.post(json!({"model":"m","input":input,"tools":[pv()],"store":false})).await;
+    assert_eq!(status, 200);
+    let msgs = h.upstream.requests()[4].body["messages"].clone();
+    let roles: Vec<&str> = msgs.as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, vec!["user", "assistant", "tool", "assistant", "user"]);
+    assert!(!msgs.to_string().contains("Looking up"));
+}
+
+#[tokio::test]
+async fn mixed_round_runs_gateway_calls_first_then_returns_client_calls() {
+    let h = Harness::start().await;
+    h.upstream.push(
+        Script::default()
+            .with_tool(ToolCallScript::new("package_version", r#"{"input":"tokio"}"#))
+            .with_tool(ToolCallScript::new("get_weather", r#"{"city":"Oslo"}"#)),
+    );
+    let s = h.stream(json!({"model":"m","input":"x","tools":[weather(), pv()]})).await;
+    assert_eq!(s.terminal_type(), "response.completed");
+    let t = types(&s.response);
+    assert!(t.contains(&"custom_tool_call_output".to_string()) && t.contains(&"function_call".to_string()), "{t:?}");
+    let reqs = h.upstream.requests();
+    assert_eq!(reqs.len(), 1, "client calls end the turn");
+    let names: Vec<&str> = reqs[0].body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
+    assert_eq!(names, vec!["package_version", "get_weather"], "gateway tools are declared first");
+    // the client call is done only after the gateway output was recorded
+    let pos = |pred: &dyn Fn(&Value) -> bool| s.events.iter().position(|e| pred(e)).unwrap();
+    let gw_out = pos(&|e| e["type"] == "response.output_item.done" && e["item"]["type"] == "custom_tool_call_output");
+    let client_done = pos(&|e| e["type"] == "response.output_item.done" && e["item"]["type"] == "function_call");
+    assert!(gw_out < client_done);
+}
+
+#[tokio::test]
+async fn hallucinated_names_and_invalid_arguments_are_answered_not_executed() {
+    let h = Harness::start().await;
+    h.upstream.push(Script::tool_call("package_versions", r#"{"input":"axum"}"#));
+    h.upstream.push(Script::tool_call("package_version", "{not json"));
+    h.upstream.push(Script::tool_call("package_version", r#"{"input": 5}"#));
+    h.upstream.push(Script::text(&["done"]));
+    let s = h.stream(json!({"model":"m","input":"x","tools":[pv()]})).await;
+    assert_eq!(types(&s.response), vec!["message"], "rejected calls never appear in output");
+    let reqs = h.upstream.requests();
+    assert_eq!(reqs.len(), 4);
+    let last = tool_messages(&reqs[3].body);
+    assert_eq!(last.len(), 3);
+    assert!(last[0]["content"].as_str().unwrap().contains("no tool named 'package_versions'"));
+    assert!(last[1]["content"].as_str().unwrap().contains("not valid JSON"));
+    assert!(last[2]["content"].as_str().unwrap().contains("do not match its schema"));
+}
+
+#[tokio::test]
+async fn truncated_gateway_call_is_never_executed() {
+    let h = Harness::start().await;
+    h.upstream.push(Script::default().with_tool(ToolCallScript::new("package_version", r#"{"input":"ax"#)).finish("length"));
+    let s = h.stream(json!({"model":"m","input":"x","tools":[pv()]})).await;
+    assert_eq!(s.terminal_type(), "response.incomplete");
+    assert!(!types(&s.response).iter().any(|t| t.starts_with("custom_tool_call")), "{}", s.response);
+    assert_eq!(h.upstream.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn round_budget_ends_with_an_answer_without_tools() {
+    let h = Harness::start_with(|c| c.tools.max_rounds = 3).await;
+    for _ in 0..2 {
+        h.upstream.push(Script::tool_call("package_version", r#"{"input":"axum"}"#));
+    }
+    h.upstream.push(Script::text(&["final"]));
+    let s = h.stream(json!({"model":"m","input":"x","tools":[pv()],"tool_choice":"required"})).await;
+    assert_eq!(s.terminal_type(), "response.completed");
+    let reqs = h.upstream.requests();
+    assert_eq!(reqs.len(), 3);
+    assert!(reqs[2].body.get("tools").is_none(), "the last round goes upstream without tools");
+    assert_eq!(s.response["output"].as_array().unwrap().last().unwrap()["content"][0]["text"], "final");
+}
+
+#[tokio::test]
+async fn forcing_choice_drops_back_to_auto_after_gateway_execution() {
+    let h = Harness::start().await;
+    h.upstream.push(Script::tool_call("package_version", r#"{"input":"serde"}"#));
+    h.upstream.push(Script::text(&["ok"]));
+    let (status, body) = h.post(json!({"model":"m","input":"x","tools":[pv()],"tool_choice":{"type":"custom","name":"package_version"}})).await;
+    assert_eq!(status, 200, "{body}");
+    let reqs = h.upstream.requests();
+    assert_eq!(reqs[0].body["tool_choice"], json!({"type":"function","function":{"name":"package_version"}}));
+    assert_eq!(reqs[1].body["tool_choice"], "auto");
+    assert_eq!(body["tool_choice"], json!({"type":"custom","name":"package_version"}), "echo unchanged");
+}
+
+#[tokio::test]
+async fn max_tool_calls_caps_gateway_execution() {
+    let h = Harness::start().await;
+    h.upstream.push(
+        Script::default()
+            .with_tool(ToolCallScript::new("package_version", r#"{"input":"axum"}"#))
+            .with_tool(ToolCallScript::new("package_version", r#"{"input":"tokio"}"#)),
+    );
+    h.upstream.push(Script::text(&["ok"]));
+    let (_, body) = h.post(json!({"model":"m","input":"x","tools":[pv()],"max_tool_calls":1})).await;
+    assert_eq!(types(&body), vec!["custom_tool_call", "custom_tool_call_output", "message"]);
+    let tm = tool_messages(&h.upstream.requests()[1].body);
+    assert_eq!(tm.len(), 2);
+    assert!(tm[1]["content"].as_str().unwrap().contains("max_tool_calls"));
+}
+
+#[tokio::test]
+async fn gateway_calls_run_in_parallel_within_the_limit() {
+    let slow = TestTool::new("slow", 300, false);
+    let probe = slow.clone();
+    let h = Harness::start_full(|c| c.tools.max_parallel = 2, move |r| r.register(slow)).await;
+    let mut script = Script::default();
+    for i in 0..4 {
+        script = script.with_tool(ToolCallScript::new("slow", format!(r#"{{"input":"{i}"}}"#)));
+    }
+    h.upstream.push(script);
+    h.upstream.push(Script::text(&["ok"]));
+    let s = h.stream(json!({"model":"m","input":"x","tools":[{"type":"custom","name":"slow"}]})).await;
+    assert_eq!(s.terminal_type(), "response.completed");
+    assert_eq!(probe.max_running.load(SeqCst), 2, "bounded by tools.max_parallel");
+    assert!(s.keepalives >= 1, "keep-alive comments flow while tools run");
+    let outs: Vec<&str> = s.response["output"].as_array().unwrap().iter().filter(|i| i["type"] == "custom_tool_call_output").map(|i| i["output"].as_str().unwrap()).collect();
+    assert_eq!(outs, vec!["slow:0", "slow:1", "slow:2", "slow:3"]);
+}
+
+#[tokio::test]
+async fn executor_failure_and_timeout_are_visible_and_the_turn_goes_on() {
+    let h = Harness::start_full(
+        |c| c.tools.call_timeout_ms = 200,
+        |r| {
+            r.register(TestTool::new("broken", 0, true));
+            r.register(TestTool::new("stuck", 5_000, false));
+        },
+    )
+    .await;
+    h.upstream.push(
+        Script::default()
+            .with_tool(ToolCallScript::new("broken", r#"{"input":"a"}"#))
+            .with_tool(ToolCallScript::new("stuck", r#"{"input":"b"}"#)),
+    );
+    h.upstream.push(Script::text(&["sorry"]));
+    let s = h.stream(json!({"model":"m","input":"x","tools":[{"type":"custom","name":"broken"},{"type":"custom","name":"stuck"}]})).await;
+    assert_eq!(s.terminal_type(), "response.completed");
+    let outs: Vec<&Value> = s.response["output"].as_array().unwrap().iter().filter(|i| i["type"] == "custom_tool_call_output").collect();
+    assert_eq!(outs.len(), 2);
+    for o in &outs {
+        assert_eq!(o["status"], "incomplete");
+        assert!(o["output"].as_str().unwrap().starts_with("error: "), "{o}");
+    }
+    assert!(outs[1]["output"].as_str().unwrap().contains("timed out"));
+    let tm = tool_messages(&h.upstream.requests()[1].body);
+    assert!(tm[0]["content"].as_str().unwrap().starts_with("error: "));
+}
+
+#[tokio::test]
+async fn upstream_failure_in_round_two_fails_after_the_streamed_items() {
+    let h = Harness::start().await;
+    h.upstream.push(Script::tool_call("package_version", r#"{"input":"axum"}"#));
+    h.upstream.push(Script::http_error(503, "overloaded"));
+    let s = h.stream(json!({"model":"m","input":"x","tools":[pv()]})).await;
+    assert_eq!(s.terminal_type(), "response.failed");
+    assert!(types(&s.response).contains(&"custom_tool_call_output".to_string()));
+    let (status, _) = {
+        h.upstream.push(Script::tool_call("package_version", r#"{"input":"axum"}"#));
+        h.upstream.push(Script::http_error(503, "overloaded"));
+        h.post(json!({"model":"m","input":"x","tools":[pv()]})).await
+    };
+    assert_eq!(status, 502);
+}
+
+#[tokio::test]
+async fn collisions_and_server_tool_rules_are_400s() {
+    let h = Harness::start().await;
+    let cases = vec![
+        (json!([weather(), weather()]), "tools[1].name"),
+        (json!([{"type":"namespace","name":"ns","description":"d","tools":[{"type":"function","name":"x"}]}, {"type":"function","name":"ns__x"}]), "tools[1].name"),
+        (json!([{"type":"function","name":"package_version"}]), "tools[0].name"),
+        (json!([{"type":"custom","name":"package_version","format":{"type":"grammar","syntax":"regex","definition":"a+"}}]), "tools[0].format"),
+        (json!([{"type":"function","name":"file_search"}, {"type":"file_search","vector_store_ids":["vs_1"]}]), "tools[1].type"),
+    ];
+    for (tools, param) in cases {
+        let (s, b) = h.post(json!({"model":"m","input":"x","tools":tools})).await;
+        assert_eq!(s, 400, "{tools}: {b}");
+        assert_eq!(error_of(&b)["param"], param, "{tools}");
+    }
+    // a client description of a server tool is ignored
+    h.upstream.push(Script::text(&["ok"]));
+    let (s, _) = h.post(json!({"model":"m","input":"x","tools":[{"type":"custom","name":"package_version","description":"EVIL"}]})).await;
+    assert_eq!(s, 200);
+    assert!(!h.upstream.requests()[0].body.to_string().contains("EVIL"));
+    assert!(h.upstream.requests().len() == 1, "400s never call the model");
+}
+
+#[tokio::test]
+async fn tool_choice_none_and_omission_make_the_server_tool_unavailable() {
+    let h = Harness::start().await;
+    h.upstream.push(Script::text(&["no tools"]));
+    let (s, _) = h.post(json!({"model":"m","input":"x","tools":[pv()],"tool_choice":"none"})).await;
+    assert_eq!(s, 200);
+    h.upstream.push(Script::tool_call("package_version", r#"{"input":"axum"}"#));
+    h.upstream.push(Script::text(&["answer"]));
+    let (s, body) = h.post(json!({"model":"m","input":"x"})).await;
+    assert_eq!(s, 200);
+    assert_eq!(types(&body), vec!["message"], "an undeclared server tool is never executed");
+    let reqs = h.upstream.requests();
+    assert!(reqs[0].body.get("tools").is_none() && reqs[1].body.get("tools").is_none());
+}

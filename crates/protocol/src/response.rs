@@ -34,6 +34,9 @@ pub struct Usage {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InputTokensDetails {
     pub cached_tokens: u64,
+    /// Tokens written to the prompt cache (SDK 3.57 requires the key); 0 when unknown.
+    #[serde(default)]
+    pub cache_write_tokens: u64,
 }
 
 /// `usage.output_tokens_details`.
@@ -47,6 +50,7 @@ impl Usage {
     pub fn add(&mut self, other: &Usage) {
         self.input_tokens += other.input_tokens;
         self.input_tokens_details.cached_tokens += other.input_tokens_details.cached_tokens;
+        self.input_tokens_details.cache_write_tokens += other.input_tokens_details.cache_write_tokens;
         self.output_tokens += other.output_tokens;
         self.output_tokens_details.reasoning_tokens +=
             other.output_tokens_details.reasoning_tokens;
@@ -54,7 +58,8 @@ impl Usage {
     }
 }
 
-/// `error` on a failed Response: `{code, message}`.
+/// `error` on a failed Response: `{code, message}`; `code` is one of the SDK's fixed list
+/// (the gateway uses `server_error`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResponseError {
     pub code: String,

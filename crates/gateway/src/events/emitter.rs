@@ -287,9 +287,12 @@ impl Emitter {
                 response.incomplete_details = Some(IncompleteDetails { reason });
                 EventKind::Incomplete { response: Box::new(response) }
             }
-            Terminal::Failed { code, message } => {
+            Terminal::Failed { message, .. } => {
+                // The specific code is on the `error` event; `response.error.code` must be
+                // one of the SDK's fixed codes. Usage is null on a failed response (contract §8.4 g).
                 response.status = ResponseStatus::Failed;
-                response.error = Some(ResponseError { code, message });
+                response.usage = None;
+                response.error = Some(ResponseError { code: "server_error".into(), message });
                 EventKind::Failed { response: Box::new(response) }
             }
         };

@@ -123,7 +123,7 @@ pub fn prepare(
         None => return Err(bad("input", "Missing required parameter: 'input'.", "missing_required_parameter")),
     };
     let tools = ToolSet::build(req.tools.as_deref().unwrap_or(&[]), req.tool_choice.as_ref(), registry)?;
-    let transcript = transcript::build(req.instructions.as_deref(), &items, &|name| registry.contains(name))?;
+    let transcript = transcript::build(None, req.instructions.as_deref(), &items, &|name| registry.contains(name))?;
     let text = text_config(&req)?;
     let response_format = match &text.format {
         Some(TextFormat::JsonSchema { name, schema, description, strict }) => {

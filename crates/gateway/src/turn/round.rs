@@ -97,15 +97,17 @@ impl Round {
         }
     }
 
-    /// Closes every open item (message and streamed calls) with `status`.
-    pub fn close_all(&mut self, emitter: &mut Emitter, status: ItemStatus) {
-        self.close_message(emitter, status);
+    /// Closes every open item (message and streamed calls) with `status`; returns the
+    /// message text.
+    pub fn close_all(&mut self, emitter: &mut Emitter, status: ItemStatus) -> String {
+        let text = self.close_message(emitter, status);
         for call in &self.calls {
             if let Some(idx) = call.output_index {
                 let final_text = emitter.call_text(idx);
                 emitter.call_done(idx, final_text, status);
             }
         }
+        text
     }
 }
 

@@ -13,7 +13,7 @@ use crate::events::emitter::{Emitter, Terminal};
 use crate::tools::{custom, Owner, ToolChoice};
 use crate::turn::execute::{self, GatewayCall, ToolResult};
 use crate::turn::round::Round;
-use crate::turn::transcript::Call;
+use crate::turn::transcript::{Call, Transcript};
 use crate::turn::Prepared;
 use crate::upstream::{ChatCompletions, FinishReason, RoundRequest, UpstreamError};
 
@@ -38,6 +38,9 @@ impl Default for Limits {
 #[derive(Debug, Clone)]
 pub struct Outcome {
     pub response: Response,
+    /// What the model saw, including this turn's output and the private gateway-tool
+    /// results: a continuation (`previous_response_id`) starts from it.
+    pub transcript: Transcript,
     /// Set when the turn failed because of the upstream (non-streaming → HTTP 502).
     pub upstream_error: Option<UpstreamError>,
 }
@@ -55,7 +58,7 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
         if let Some(cap) = max_output_tokens {
             let left = cap.saturating_sub(usage.output_tokens);
             if left == 0 {
-                return finish(emitter, Terminal::Incomplete("max_output_tokens".into()), usage, None);
+                return finish(emitter, transcript, Terminal::Incomplete("max_output_tokens".into()), usage, None);
             }
             sampling.max_tokens = Some(left);
         }
@@ -79,9 +82,10 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
             },
         };
         if let Some(err) = failure {
-            round.close_all(emitter, ItemStatus::Incomplete);
+            let text = round.close_all(emitter, ItemStatus::Incomplete);
+            push_text(&mut transcript, text);
             let terminal = Terminal::Failed { code: err.code().into(), message: err.to_string() };
-            return finish(emitter, terminal, usage, Some(err));
+            return finish(emitter, transcript, terminal, usage, Some(err));
         }
         // A truncated round is never executed: its calls are closed as incomplete.
         let truncated = match round.finish {
@@ -90,12 +94,14 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
             _ => None,
         };
         if let Some(reason) = truncated {
-            round.close_all(emitter, ItemStatus::Incomplete);
-            return finish(emitter, Terminal::Incomplete(reason.into()), usage, None);
+            let text = round.close_all(emitter, ItemStatus::Incomplete);
+            push_text(&mut transcript, text);
+            return finish(emitter, transcript, Terminal::Incomplete(reason.into()), usage, None);
         }
         let text = round.close_message(emitter, ItemStatus::Completed);
         if round.calls.is_empty() {
-            return finish(emitter, Terminal::Completed, usage, None);
+            push_text(&mut transcript, text);
+            return finish(emitter, transcript, Terminal::Completed, usage, None);
         }
         let mut gateway = Vec::new();
         let mut answers: Vec<ToolResult> = Vec::new();
@@ -131,6 +137,14 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
         }
         let ran_gateway = !gateway.is_empty();
         let results = execute::run_calls(gateway, emitter, limits.max_parallel, limits.call_timeout).await;
+        transcript.push_assistant(text, transcript_calls);
+        // Results in the order the model made the calls.
+        let mut all: Vec<ToolResult> = results.into_iter().chain(answers).collect();
+        let order: Vec<String> = round.calls.iter().map(|c| c.call_id.clone()).collect();
+        all.sort_by_key(|r| order.iter().position(|id| *id == r.call_id).unwrap_or(usize::MAX));
+        for r in all {
+            transcript.push_tool_result(r.call_id, r.content);
+        }
         // Client calls are surfaced after the gateway calls ran; they end the turn.
         if !client.is_empty() {
             for call in round.calls.iter_mut().filter(|c| client.contains(&c.index)) {
@@ -146,27 +160,25 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
                 };
                 emitter.call_done(idx, final_text, ItemStatus::Completed);
             }
-            return finish(emitter, Terminal::Completed, usage, None);
-        }
-        transcript.push_assistant(text, transcript_calls);
-        // Results in the order the model made the calls.
-        let mut all: Vec<ToolResult> = results.into_iter().chain(answers).collect();
-        let order: Vec<String> = round.calls.iter().map(|c| c.call_id.clone()).collect();
-        all.sort_by_key(|r| order.iter().position(|id| *id == r.call_id).unwrap_or(usize::MAX));
-        for r in all {
-            transcript.push_tool_result(r.call_id, r.content);
+            return finish(emitter, transcript, Terminal::Completed, usage, None);
         }
         if ran_gateway {
             choice = choice.relaxed();
         }
     }
-    finish(emitter, Terminal::Completed, usage, None)
+    finish(emitter, transcript, Terminal::Completed, usage, None)
 }
 
-fn finish(emitter: &mut Emitter, terminal: Terminal, usage: Usage, err: Option<UpstreamError>) -> Outcome {
+fn push_text(transcript: &mut Transcript, text: String) {
+    if !text.is_empty() {
+        transcript.push_assistant(text, Vec::new());
+    }
+}
+
+fn finish(emitter: &mut Emitter, transcript: Transcript, terminal: Terminal, usage: Usage, err: Option<UpstreamError>) -> Outcome {
     if let Terminal::Failed { code, message } = &terminal {
         emitter.error_event(code, message);
     }
     let response = emitter.finish(terminal, usage);
-    Outcome { response, upstream_error: err }
+    Outcome { response, transcript, upstream_error: err }
 }

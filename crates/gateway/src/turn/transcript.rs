@@ -6,6 +6,7 @@ use protocol::input::{
     ContentPart, InputItem, InputMessage, MessageContent, Role, ToolOutput, ToolOutputContent,
 };
 use protocol::ApiError;
+use serde::{Deserialize, Serialize};
 
 use crate::tools::{custom, visible_name};
 
@@ -14,7 +15,7 @@ use crate::tools::{custom, visible_name};
 pub const PROGRESS_ID_PREFIX: &str = "msg_progress_";
 
 /// A user content part.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum UserPart {
     Text(String),
     /// An image URL or `data:` URL, with `detail`.
@@ -22,7 +23,7 @@ pub enum UserPart {
 }
 
 /// A tool call in the transcript, under its model-visible name.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Call {
     pub call_id: String,
     pub name: String,
@@ -31,22 +32,61 @@ pub struct Call {
 }
 
 /// One transcript entry.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Entry {
     User(Vec<UserPart>),
     Assistant { text: String, calls: Vec<Call> },
     ToolResult { call_id: String, content: String },
 }
 
-/// The system text (instructions plus every system/developer message, as one leading
-/// system message) and the entries in order.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// What the model sees: `instructions` (this request's only; never carried over), the
+/// system/developer messages of the input (carried over), and the entries in order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Transcript {
-    pub system: Option<String>,
+    #[serde(skip)]
+    pub instructions: Option<String>,
+    #[serde(default)]
+    pub system_messages: Vec<String>,
     pub entries: Vec<Entry>,
 }
 
 impl Transcript {
+    /// The one leading system message: instructions plus every system/developer message,
+    /// because many chat templates reject a second system message.
+    pub fn system(&self) -> Option<String> {
+        let parts: Vec<&str> = self
+            .instructions
+            .iter()
+            .map(String::as_str)
+            .chain(self.system_messages.iter().map(String::as_str))
+            .filter(|s| !s.is_empty())
+            .collect();
+        if parts.is_empty() {
+            None
+        } else {
+            Some(parts.join("\n\n"))
+        }
+    }
+
+    /// Calls in the transcript as `(call_id, answered)`.
+    fn calls(&self) -> Vec<(String, bool)> {
+        let answered: std::collections::HashSet<&str> = self
+            .entries
+            .iter()
+            .filter_map(|e| match e {
+                Entry::ToolResult { call_id, .. } => Some(call_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        self.entries
+            .iter()
+            .flat_map(|e| match e {
+                Entry::Assistant { calls, .. } => calls.iter().map(|c| (c.call_id.clone(), answered.contains(c.call_id.as_str()))).collect(),
+                _ => Vec::new(),
+            })
+            .collect()
+    }
+
     /// Appends an assistant turn.
     pub fn push_assistant(&mut self, text: String, calls: Vec<Call>) {
         self.entries.push(Entry::Assistant { text, calls });
@@ -89,16 +129,19 @@ impl Transcript {
 /// call or repeats one, a call with no output (`No tool output found for function call …`),
 /// an unsupported `input_file`, an `item_reference` (needs a stored response). A replayed
 /// call of a server tool (`is_server_tool`) without its output — an older SDK drops
-/// `custom_tool_call_output` — is dropped from the transcript instead.
+/// `custom_tool_call_output` — is dropped from the transcript instead. `base` is the
+/// stored transcript a continuation starts from; its unanswered calls may be answered here.
 pub fn build(
+    base: Option<Transcript>,
     instructions: Option<&str>,
     items: &[InputItem],
     is_server_tool: &dyn Fn(&str) -> bool,
 ) -> Result<Transcript, ApiError> {
-    let mut t = Transcript::default();
-    let mut system: Vec<String> = instructions.filter(|s| !s.is_empty()).map(|s| vec![s.to_string()]).unwrap_or_default();
+    let mut t = base.unwrap_or_default();
+    t.instructions = instructions.filter(|s| !s.is_empty()).map(str::to_string);
+    let mut system = std::mem::take(&mut t.system_messages);
     // call_id → answered?
-    let mut calls: Vec<(String, bool)> = Vec::new();
+    let mut calls: Vec<(String, bool)> = t.calls();
     for (i, item) in items.iter().enumerate() {
         let param = format!("input[{i}]");
         match item {
@@ -141,9 +184,7 @@ pub fn build(
             ));
         }
     }
-    if !system.is_empty() {
-        t.system = Some(system.join("\n\n"));
-    }
+    t.system_messages = system;
     Ok(t)
 }
 
@@ -350,7 +391,7 @@ mod tests {
     use serde_json::json;
 
     fn b(i: Option<&str>, items: &[InputItem]) -> Result<Transcript, ApiError> {
-        build(i, items, &|n| n == "package_version")
+        build(None, i, items, &|n| n == "package_version")
     }
 
     #[test]
@@ -377,7 +418,7 @@ mod tests {
             ])),
         )
         .unwrap();
-        assert_eq!(t.system.as_deref(), Some("Be brief.\n\nUse metric.\n\nLate rule."));
+        assert_eq!(t.system().as_deref(), Some("Be brief.\n\nUse metric.\n\nLate rule."));
         assert_eq!(t.entries, vec![Entry::User(vec![UserPart::Text("hi".into())])]);
     }
 

@@ -157,7 +157,7 @@ pub fn request_body(req: &RoundRequest<'_>) -> Value {
 /// Transcript → chat `messages`: one leading system message, then the entries.
 pub fn messages(t: &Transcript) -> Value {
     let mut out = Vec::with_capacity(t.entries.len() + 1);
-    if let Some(sys) = &t.system {
+    if let Some(sys) = t.system() {
         out.push(json!({"role": "system", "content": sys}));
     }
     for e in &t.entries {
@@ -343,6 +343,7 @@ pub fn map_usage(u: &ChatUsage) -> Usage {
         input_tokens: u.prompt_tokens,
         input_tokens_details: InputTokensDetails {
             cached_tokens: u.prompt_tokens_details.and_then(|d| d.cached_tokens).unwrap_or(0),
+            cache_write_tokens: 0,
         },
         output_tokens: u.completion_tokens,
         output_tokens_details: OutputTokensDetails {

@@ -106,6 +106,12 @@ pub enum EventKind {
         output_index: usize,
         input: String,
     },
+    #[serde(rename = "response.web_search_call.in_progress")]
+    WebSearchInProgress { item_id: String, output_index: usize },
+    #[serde(rename = "response.web_search_call.searching")]
+    WebSearchSearching { item_id: String, output_index: usize },
+    #[serde(rename = "response.web_search_call.completed")]
+    WebSearchCompleted { item_id: String, output_index: usize },
     /// `error`: flat SPEC fields plus the nested object the live API sends (contract §8.3 #7).
     #[serde(rename = "error")]
     Error {
@@ -138,6 +144,9 @@ impl EventKind {
             EventKind::FunctionCallArgumentsDone { .. } => "response.function_call_arguments.done",
             EventKind::CustomToolCallInputDelta { .. } => "response.custom_tool_call_input.delta",
             EventKind::CustomToolCallInputDone { .. } => "response.custom_tool_call_input.done",
+            EventKind::WebSearchInProgress { .. } => "response.web_search_call.in_progress",
+            EventKind::WebSearchSearching { .. } => "response.web_search_call.searching",
+            EventKind::WebSearchCompleted { .. } => "response.web_search_call.completed",
             EventKind::Error { .. } => "error",
         }
     }

@@ -62,6 +62,7 @@ pub enum InputItem {
     FunctionCallOutput(ToolOutput),
     CustomToolCall(CustomToolCall),
     CustomToolCallOutput(ToolOutput),
+    WebSearchCall(WebSearchCallItem),
     Reasoning(Value),
     ItemReference { id: String },
     Other { kind: String, raw: Value },
@@ -83,6 +84,7 @@ impl InputItem {
             "custom_tool_call_output" => {
                 InputItem::CustomToolCallOutput(serde_json::from_value(v)?)
             }
+            "web_search_call" => InputItem::WebSearchCall(serde_json::from_value(v)?),
             "reasoning" => InputItem::Reasoning(v),
             "item_reference" => {
                 #[derive(Deserialize)]
@@ -227,4 +229,15 @@ pub struct ToolOutput {
 pub enum ToolOutputContent {
     Text(String),
     Parts(Vec<ContentPart>),
+}
+
+/// A replayed `web_search_call` (contract §4.2): `id`, `status`, and `action` with `query`
+/// / `queries` and optional `sources` (the results themselves are not on the wire).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct WebSearchCallItem {
+    pub id: String,
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub action: Option<Value>,
 }

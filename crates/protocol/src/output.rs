@@ -62,6 +62,14 @@ pub enum OutputItem {
         output: String,
         status: ItemStatus,
     },
+    /// `web_search_call` (`ws_…`): `action` is left out on `output_item.added` and set on
+    /// `output_item.done` (contract §5, §8.4 d).
+    WebSearchCall {
+        id: String,
+        status: ItemStatus,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        action: Option<WebSearchAction>,
+    },
     /// `function_call_output` (`fco_…`).
     FunctionCallOutput {
         id: String,
@@ -79,6 +87,7 @@ impl OutputItem {
             | OutputItem::FunctionCall { id, .. }
             | OutputItem::CustomToolCall { id, .. }
             | OutputItem::CustomToolCallOutput { id, .. }
+            | OutputItem::WebSearchCall { id, .. }
             | OutputItem::FunctionCallOutput { id, .. } => id,
         }
     }
@@ -114,4 +123,26 @@ pub enum Annotation {
         filename: String,
         index: usize,
     },
+}
+
+/// `web_search_call.action` of type `search` (contract §5): `sources` only when the request
+/// `include`s `web_search_call.action.sources`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WebSearchAction {
+    /// Always `"search"`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub query: String,
+    pub queries: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sources: Option<Vec<UrlSource>>,
+}
+
+/// One source of a search action: `{type:"url", url}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UrlSource {
+    /// Always `"url"`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub url: String,
 }

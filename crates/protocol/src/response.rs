@@ -111,4 +111,14 @@ pub struct Response {
     pub metadata: BTreeMap<String, String>,
     pub frequency_penalty: f64,
     pub presence_penalty: f64,
+    /// `conversation: {id}` when the turn ran in a conversation (contract §1.1, §7 echo);
+    /// left out otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<ConversationRef>,
+}
+
+/// The `conversation` echo of a Response: `{id: "conv_…"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConversationRef {
+    pub id: String,
 }

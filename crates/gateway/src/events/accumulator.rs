@@ -97,6 +97,12 @@ impl Accumulator {
                     *input = full;
                 }
             }
+            EventKind::WebSearchInProgress { .. } | EventKind::WebSearchCompleted { .. } => {}
+            EventKind::WebSearchSearching { output_index, .. } => {
+                if let Some(OutputItem::WebSearchCall { status, .. }) = output.get_mut(output_index) {
+                    *status = protocol::output::ItemStatus::Searching;
+                }
+            }
             EventKind::Error { .. } => {}
         }
     }

@@ -4,12 +4,13 @@
 
 use bytes::Bytes;
 use protocol::events::{ErrorEventDetail, EventKind};
-use protocol::output::{ItemStatus, OutputContent, OutputItem, Phase};
+use protocol::output::{ItemStatus, OutputContent, OutputItem, Phase, WebSearchAction};
 use protocol::response::{IncompleteDetails, ResponseError, ResponseStatus, Usage};
 use protocol::Response;
 use serde::Serialize;
 use tokio::sync::mpsc::UnboundedSender;
 
+use super::citations::{annotate, Source};
 use super::ids::new_id;
 use crate::turn::transcript::PROGRESS_ID_PREFIX;
 use super::Accumulator;
@@ -55,12 +56,43 @@ pub struct Emitter {
     seq: u64,
     sink: Option<Sink>,
     acc: Accumulator,
+    /// Set by [`Emitter::hold_terminal`]: the terminal event waits for the store's commit.
+    hold: bool,
+    held: Option<EventKind>,
 }
 
 impl Emitter {
     /// `base` is the echo of the request (status `in_progress`, empty output).
     pub fn new(base: Response, sink: Option<Sink>) -> Self {
-        Emitter { seq: 0, sink, acc: Accumulator::new(base) }
+        Emitter { seq: 0, sink, acc: Accumulator::new(base), hold: false, held: None }
+    }
+
+    /// Holds the terminal event back: [`Emitter::finish`] folds it (and returns the final
+    /// Response) without sending it, until [`Emitter::release_terminal`] sends it or
+    /// [`Emitter::fail_terminal`] replaces it. A stored turn is committed before its
+    /// terminal event, so a failed commit can still end the stream with `response.failed`.
+    pub fn hold_terminal(&mut self) {
+        self.hold = true;
+    }
+
+    /// Sends the held terminal event (no-op when nothing is held).
+    pub fn release_terminal(&mut self) {
+        self.hold = false;
+        if let Some(kind) = self.held.take() {
+            self.emit(kind);
+        }
+    }
+
+    /// Drops the held terminal event and ends the stream with an `error` event and
+    /// `response.failed` (`server_error`, `message`) instead. Returns the failed Response.
+    pub fn fail_terminal(&mut self, code: &str, message: &str) -> Response {
+        self.hold = false;
+        self.held = None;
+        let r = &mut self.acc.response;
+        r.completed_at = None;
+        r.incomplete_details = None;
+        self.error_event(code, message);
+        self.finish(Terminal::Failed { code: code.to_string(), message: message.to_string() }, Usage::default())
     }
 
     /// The Response folded so far.
@@ -149,6 +181,51 @@ impl Emitter {
                 .collect(),
             _ => String::new(),
         }
+    }
+
+    /// Emits `response.output_text.annotation.added` for every occurrence of a source URL
+    /// in the message's text (after its last delta, before `output_text.done`).
+    pub fn annotate_message(&mut self, output_index: usize, sources: &[Source]) {
+        if sources.is_empty() {
+            return;
+        }
+        let Some(OutputItem::Message { id, content, .. }) = self.acc.item(output_index) else { return };
+        let Some(OutputContent::OutputText { text, annotations, .. }) = content.first() else { return };
+        let (id, first) = (id.clone(), annotations.len());
+        let found = annotate(text, sources);
+        for (i, annotation) in found.into_iter().enumerate() {
+            self.emit(EventKind::AnnotationAdded {
+                item_id: id.clone(),
+                output_index,
+                content_index: 0,
+                annotation_index: first + i,
+                annotation,
+            });
+        }
+    }
+
+    /// Adds an in-progress `web_search_call` (no `action` yet), then its `in_progress` and
+    /// `searching` events. Returns its index.
+    pub fn web_search_start(&mut self) -> usize {
+        let output_index = self.next_index();
+        let id = new_id("ws");
+        let item = OutputItem::WebSearchCall { id: id.clone(), status: ItemStatus::InProgress, action: None };
+        self.emit(EventKind::OutputItemAdded { output_index, item });
+        self.emit(EventKind::WebSearchInProgress { item_id: id.clone(), output_index });
+        self.emit(EventKind::WebSearchSearching { item_id: id, output_index });
+        output_index
+    }
+
+    /// Finishes a `web_search_call`: `.completed` then `output_item.done` with `action` when
+    /// it succeeded; a failed search has no `.completed` event and `status: "failed"`.
+    pub fn web_search_done(&mut self, output_index: usize, action: WebSearchAction, ok: bool) {
+        let id = self.item_id(output_index);
+        if ok {
+            self.emit(EventKind::WebSearchCompleted { item_id: id.clone(), output_index });
+        }
+        let status = if ok { ItemStatus::Completed } else { ItemStatus::Failed };
+        let item = OutputItem::WebSearchCall { id, status, action: Some(action) };
+        self.emit(EventKind::OutputItemDone { output_index, item });
     }
 
     /// Closes a message: `output_text.done`, `content_part.done`, `output_item.done`
@@ -296,7 +373,12 @@ impl Emitter {
                 EventKind::Failed { response: Box::new(response) }
             }
         };
-        self.emit(kind);
+        if self.hold {
+            self.acc.fold(kind.clone());
+            self.held = Some(kind);
+        } else {
+            self.emit(kind);
+        }
         self.acc.response.clone()
     }
 

@@ -2,6 +2,7 @@
 //! Response (DESIGN.md "events::Emitter").
 
 pub mod accumulator;
+pub mod citations;
 pub mod emitter;
 pub mod ids;
 

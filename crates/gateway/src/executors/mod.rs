@@ -2,6 +2,9 @@
 //! from the handlers that say what a tool means (DESIGN.md "Layout").
 
 pub mod components;
+pub mod http_search;
+pub mod openai_search;
+pub mod web_search;
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
@@ -9,7 +12,12 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 
-use crate::config::Config;
+use std::time::Duration;
+
+use crate::config::{Config, WebSearchBackendKind, WebSearchConfig};
+use http_search::HttpSearch;
+use openai_search::OpenAiSearch;
+use web_search::SearchBackend;
 
 /// A server-owned custom tool (`{"type":"custom","name":…}` naming a registered tool). The
 /// server owns its description and its free-form input contract.
@@ -25,16 +33,53 @@ pub trait ServerTool: Send + Sync + Debug {
     fn run<'a>(&'a self, input: &'a str) -> BoxFuture<'a, Result<String, String>>;
 }
 
-/// The server tools this deployment registers, by name.
-#[derive(Debug, Clone, Default)]
+/// The executors this deployment configures: server tools by name, and the web-search
+/// backend (or why there is none, naming the missing setting).
+#[derive(Debug, Clone)]
 pub struct Registry {
     tools: BTreeMap<String, Arc<dyn ServerTool>>,
+    pub web_search: Result<Arc<dyn SearchBackend>, String>,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Registry { tools: BTreeMap::new(), web_search: Err(NO_WEB_SEARCH.to_string()) }
+    }
+}
+
+const NO_WEB_SEARCH: &str =
+    "web_search is not configured on this gateway: set `backend` (http or openai) in [web_search]";
+
+/// The web-search backend of `[web_search]`, or a message naming what is missing.
+fn web_search_backend(c: &WebSearchConfig) -> Result<Arc<dyn SearchBackend>, String> {
+    let err = |e: anyhow::Error| e.to_string();
+    match c.backend {
+        None => Err(NO_WEB_SEARCH.to_string()),
+        Some(WebSearchBackendKind::Http) => {
+            let url = c.http.url.as_deref().ok_or("web_search is not configured: web_search.http.url is not set")?;
+            let key = Config::secret(c.http.api_key_env.as_deref(), "web_search.http.api_key_env").map_err(err)?;
+            let backend = HttpSearch::new(url, key, Duration::from_millis(c.http.timeout_ms)).map_err(err)?;
+            Ok(Arc::new(backend))
+        }
+        Some(WebSearchBackendKind::Openai) => {
+            let url = c.openai.url.as_deref().ok_or("web_search is not configured: web_search.openai.url is not set")?;
+            let model = c.openai.model.clone().ok_or("web_search is not configured: web_search.openai.model is not set")?;
+            let key = Config::secret(c.openai.api_key_env.as_deref(), "web_search.openai.api_key_env").map_err(err)?;
+            let backend = OpenAiSearch::new(url, key, model, Duration::from_millis(c.openai.timeout_ms)).map_err(err)?;
+            Ok(Arc::new(backend))
+        }
+    }
 }
 
 impl Registry {
     /// Registers the tools enabled in `config.server_tools`.
     pub fn from_config(config: &Config) -> Registry {
-        let mut r = Registry::default();
+        let mut r = Registry { web_search: web_search_backend(&config.web_search), ..Registry::default() };
+        if let Err(why) = &r.web_search {
+            if config.web_search.backend.is_some() {
+                tracing::warn!("{why}");
+            }
+        }
         let pv = &config.server_tools.package_version;
         if pv.enabled {
             r.register(Arc::new(components::PackageVersion::new(pv.allow.clone())));

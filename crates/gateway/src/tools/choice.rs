@@ -97,6 +97,14 @@ pub fn resolve(v: Option<&Value>, set: &ToolSet) -> Result<(ToolChoice, Value), 
                     }
                     Ok((ToolChoice::Allowed { required, names }, v.clone()))
                 }
+                t if super::web_search::TYPES.contains(&t) => {
+                    let entry = set
+                        .entries()
+                        .iter()
+                        .find(|e| matches!(e.kind, super::ToolKind::WebSearch(_)))
+                        .ok_or_else(|| not_found(t))?;
+                    Ok((ToolChoice::Named(entry.visible_name().to_string()), v.clone()))
+                }
                 other => Err(not_found(other)),
             }
         }

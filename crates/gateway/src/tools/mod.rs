@@ -8,6 +8,7 @@ pub mod custom;
 pub mod function;
 pub mod namespace;
 pub mod server_custom;
+pub mod web_search;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -40,6 +41,8 @@ pub enum ToolKind {
     /// `custom` naming a registered server tool: gateway-owned, executed by
     /// [`ToolEntry::executor`], answered by a `custom_tool_call_output` in the same response.
     ServerCustom,
+    /// `web_search*`: gateway-owned; calls become `web_search_call` items.
+    WebSearch(web_search::WebSearchOptions),
 }
 
 impl ToolKind {
@@ -155,8 +158,9 @@ impl ToolSet {
                     None => custom::declare(decl, &param, None)?,
                 },
                 "namespace" => namespace::declare(decl, &param)?,
-                "web_search" | "web_search_2025_08_26" | "web_search_preview"
-                | "web_search_preview_2025_03_11" | "file_search" | "mcp" | "code_interpreter"
+"web_search" | "web_search_2025_08_26" | "web_search_preview"
+                | "web_search_preview_2025_03_11" => web_search::declare(decl, &param, kind, registry)?,
+                "file_search" | "mcp" | "code_interpreter"
                 | "image_generation" | "local_shell" | "shell" | "apply_patch"
                 | "computer_use_preview" | "computer" | "tool_search"
                 | "programmatic_tool_calling" => {

@@ -6,21 +6,33 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use futures_util::StreamExt;
-use protocol::output::ItemStatus;
+use protocol::output::{ItemStatus, UrlSource, WebSearchAction};
+use protocol::response::Usage;
 use serde_json::Value;
 
+use crate::events::citations::Source;
 use crate::events::emitter::Emitter;
+use crate::executors::web_search::{refine, render_for_model, SearchBackend, SearchRequest};
 use crate::executors::ServerTool;
 use crate::tools::{custom, ToolEntry};
+
+/// Where a validated gateway call runs.
+#[derive(Debug, Clone)]
+pub enum Exec {
+    /// A server-owned custom tool on its raw input.
+    Server(Arc<dyn ServerTool>),
+    /// A web search; `include_sources` puts `action.sources` on the item.
+    WebSearch { backend: Arc<dyn SearchBackend>, request: SearchRequest, include_sources: bool },
+}
 
 /// A validated gateway call, ready to run.
 #[derive(Debug, Clone)]
 pub struct GatewayCall {
     pub call_id: String,
     pub name: String,
-    /// The raw input (for custom tools, the decoded `input` string).
+    /// The raw input (custom tools) or the query (web search).
     pub input: String,
-    pub executor: Arc<dyn ServerTool>,
+    pub exec: Exec,
 }
 
 /// What the model reads back for one call.
@@ -30,9 +42,20 @@ pub struct ToolResult {
     pub content: String,
 }
 
+/// The results of one round's gateway calls.
+#[derive(Debug, Default)]
+pub struct Executed {
+    pub results: Vec<ToolResult>,
+    /// Sources found by web searches (for `url_citation`s).
+    pub sources: Vec<Source>,
+    /// Usage of private upstream calls made by executors.
+    pub usage: Usage,
+}
+
 /// Validates a gateway call's arguments: valid JSON that matches the tool's parameter
-/// schema. `Err` is the message the model receives instead of an execution.
-pub fn validate(entry: &ToolEntry, arguments: &str) -> Result<String, String> {
+/// schema. Returns the parsed arguments; `Err` is the message the model receives instead of
+/// an execution.
+pub fn validate(entry: &ToolEntry, arguments: &str) -> Result<Value, String> {
     let args: Value = serde_json::from_str(arguments)
         .map_err(|e| format!("error: the arguments of '{}' are not valid JSON ({e}). Call it again with a JSON object.", entry.name))?;
     let validator = jsonschema::validator_for(&entry.upstream.parameters)
@@ -44,49 +67,101 @@ pub fn validate(entry: &ToolEntry, arguments: &str) -> Result<String, String> {
             problem.instance_path()
         ));
     }
-    Ok(match args.get(custom::INPUT_PARAM) {
-        Some(Value::String(s)) if entry.kind.is_custom() => s.clone(),
-        _ => arguments.to_string(),
-    })
+    Ok(args)
 }
 
-/// Runs `calls`: each gets its progress message (streams only) and its `custom_tool_call`
-/// item first; then they execute in parallel (at most `max_parallel`, each bounded by
-/// `timeout`) and each result is recorded, in call order, as the call's `done` plus a
-/// `custom_tool_call_output`. A failure or timeout is an output starting `error: ` with
-/// `status: "incomplete"`, never an empty success.
-pub async fn run_calls(calls: Vec<GatewayCall>, emitter: &mut Emitter, max_parallel: usize, timeout: Duration) -> Vec<ToolResult> {
+/// The string argument `key` of validated arguments (e.g. custom `input`, search `query`).
+pub fn string_arg(args: &Value, key: &str) -> String {
+    args.get(key).and_then(Value::as_str).unwrap_or_default().to_string()
+}
+
+/// The custom-tool input parameter name.
+pub const INPUT: &str = custom::INPUT_PARAM;
+
+struct Done {
+    content: String,
+    ok: bool,
+    hits: Vec<Source>,
+    usage: Option<Usage>,
+}
+
+/// Runs `calls`. Each first gets its progress message (streams only) and its item
+/// (`custom_tool_call`, or `web_search_call` with `in_progress` → `searching`); then they
+/// execute in parallel (at most `max_parallel`, each bounded by `timeout`) and each result
+/// is recorded in call order. A failure or timeout is visible in the item (`status:
+/// "incomplete"` with an output starting `error: `, or a `failed` search) and in the text
+/// the model reads; it is never an empty success.
+pub async fn run_calls(calls: Vec<GatewayCall>, emitter: &mut Emitter, max_parallel: usize, timeout: Duration) -> Executed {
     let mut indices = Vec::with_capacity(calls.len());
     for c in &calls {
-        emitter.progress(&c.executor.progress(&c.input));
-        let idx = emitter.custom_call_start(c.call_id.clone(), c.name.clone(), None);
-        emitter.call_delta(idx, c.input.clone());
+        let idx = match &c.exec {
+            Exec::Server(tool) => {
+                emitter.progress(&tool.progress(&c.input));
+                let idx = emitter.custom_call_start(c.call_id.clone(), c.name.clone(), None);
+                emitter.call_delta(idx, c.input.clone());
+                idx
+            }
+            Exec::WebSearch { .. } => {
+                emitter.progress(&format!("Searching the web for “{}”", c.input));
+                emitter.web_search_start()
+            }
+        };
         indices.push(idx);
     }
-    let futures: Vec<BoxFuture<'static, (String, ItemStatus)>> = calls
-        .iter()
-        .map(|c| {
-            let (executor, input) = (c.executor.clone(), c.input.clone());
-            let fut: BoxFuture<'static, (String, ItemStatus)> = Box::pin(async move {
-                match tokio::time::timeout(timeout, executor.run(&input)).await {
-                    Ok(Ok(out)) => (out, ItemStatus::Completed),
-                    Ok(Err(e)) => (format!("error: {e}"), ItemStatus::Incomplete),
-                    Err(_) => (format!("error: the tool timed out after {} ms", timeout.as_millis()), ItemStatus::Incomplete),
-                }
-            });
-            fut
-        })
-        .collect();
+    let futures: Vec<BoxFuture<'static, Done>> = calls.iter().map(|c| execute(c.exec.clone(), c.input.clone(), timeout)).collect();
     let runs = futures_util::stream::iter(futures).buffered(max_parallel.max(1));
     futures_util::pin_mut!(runs);
-    let mut results = Vec::with_capacity(calls.len());
+    let mut out = Executed::default();
     let mut i = 0;
-    while let Some((output, status)) = runs.next().await {
+    while let Some(done) = runs.next().await {
         let (call, idx) = (&calls[i], indices[i]);
-        emitter.call_done(idx, call.input.clone(), ItemStatus::Completed);
-        emitter.custom_call_output(call.call_id.clone(), output.clone(), status);
-        results.push(ToolResult { call_id: call.call_id.clone(), content: output });
         i += 1;
+        match &call.exec {
+            Exec::Server(_) => {
+                let status = if done.ok { ItemStatus::Completed } else { ItemStatus::Incomplete };
+                emitter.call_done(idx, call.input.clone(), ItemStatus::Completed);
+                emitter.custom_call_output(call.call_id.clone(), done.content.clone(), status);
+            }
+            Exec::WebSearch { include_sources, .. } => {
+                let sources = include_sources.then(|| {
+                    done.hits.iter().map(|s| UrlSource { kind: "url".into(), url: s.url.clone() }).collect()
+                });
+                let action = WebSearchAction { kind: "search".into(), query: call.input.clone(), queries: vec![call.input.clone()], sources };
+                emitter.web_search_done(idx, action, done.ok);
+            }
+        }
+        if let Some(u) = &done.usage {
+            out.usage.add(u);
+        }
+        for s in done.hits {
+            if !out.sources.iter().any(|k| k.url == s.url) {
+                out.sources.push(s);
+            }
+        }
+        out.results.push(ToolResult { call_id: call.call_id.clone(), content: done.content });
     }
-    results
+    out
+}
+
+fn execute(exec: Exec, input: String, timeout: Duration) -> BoxFuture<'static, Done> {
+    Box::pin(async move {
+        let timed_out = || format!("error: the tool timed out after {} ms", timeout.as_millis());
+        match exec {
+            Exec::Server(tool) => match tokio::time::timeout(timeout, tool.run(&input)).await {
+                Ok(Ok(out)) => Done { content: out, ok: true, hits: Vec::new(), usage: None },
+                Ok(Err(e)) => Done { content: format!("error: {e}"), ok: false, hits: Vec::new(), usage: None },
+                Err(_) => Done { content: timed_out(), ok: false, hits: Vec::new(), usage: None },
+            },
+            Exec::WebSearch { backend, request, .. } => match tokio::time::timeout(timeout, backend.search(&request)).await {
+                Ok(Ok(outcome)) => {
+                    let hits = refine(outcome.hits.clone(), &request);
+                    let content = render_for_model(&request.query, &outcome, &hits);
+                    let sources = hits.iter().map(|h| Source { url: h.url.clone(), title: h.title.clone() }).collect();
+                    Done { content, ok: true, hits: sources, usage: outcome.usage }
+                }
+                Ok(Err(e)) => Done { content: format!("error: web search failed: {e}"), ok: false, hits: Vec::new(), usage: None },
+                Err(_) => Done { content: timed_out(), ok: false, hits: Vec::new(), usage: None },
+            },
+        }
+    })
 }

@@ -4,6 +4,7 @@
 use protocol::output::{ItemStatus, Phase};
 use protocol::response::Usage;
 
+use crate::events::citations::Source;
 use crate::events::emitter::Emitter;
 use crate::events::ids::new_id;
 use crate::tools::custom::InputDecoder;
@@ -85,11 +86,13 @@ impl Round {
     }
 
     /// Closes the round's message with the phase its calls imply; returns its text.
-    pub fn close_message(&mut self, emitter: &mut Emitter, status: ItemStatus) -> String {
+    /// `sources` are this turn's search sources: their URLs in the text get `url_citation`s.
+    pub fn close_message(&mut self, emitter: &mut Emitter, status: ItemStatus, sources: &[Source]) -> String {
         let phase = if self.calls.is_empty() { Phase::FinalAnswer } else { Phase::Commentary };
         match self.message.take() {
             Some(idx) => {
                 let text = emitter.message_text(idx);
+                emitter.annotate_message(idx, sources);
                 emitter.message_done(idx, phase, status);
                 text
             }
@@ -99,8 +102,8 @@ impl Round {
 
     /// Closes every open item (message and streamed calls) with `status`; returns the
     /// message text.
-    pub fn close_all(&mut self, emitter: &mut Emitter, status: ItemStatus) -> String {
-        let text = self.close_message(emitter, status);
+    pub fn close_all(&mut self, emitter: &mut Emitter, status: ItemStatus, sources: &[Source]) -> String {
+        let text = self.close_message(emitter, status, sources);
         for call in &self.calls {
             if let Some(idx) = call.output_index {
                 let final_text = emitter.call_text(idx);

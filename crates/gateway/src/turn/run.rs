@@ -10,8 +10,11 @@ use protocol::response::Usage;
 use protocol::Response;
 
 use crate::events::emitter::{Emitter, Terminal};
-use crate::tools::{custom, Owner, ToolChoice};
-use crate::turn::execute::{self, GatewayCall, ToolResult};
+use crate::events::citations::Source;
+use crate::executors::Registry;
+use crate::tools::{custom, Owner, ToolChoice, ToolEntry, ToolKind};
+use serde_json::Value;
+use crate::turn::execute::{self, Exec, GatewayCall, ToolResult};
 use crate::turn::round::Round;
 use crate::turn::transcript::{Call, Transcript};
 use crate::turn::Prepared;
@@ -47,7 +50,9 @@ pub struct Outcome {
 
 /// Runs the turn to its one terminal event and returns the folded Response.
 pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitter, limits: Limits) -> Outcome {
-    let Prepared { upstream_model, mut transcript, tools, mut sampling, max_output_tokens, max_tool_calls, .. } = turn;
+    let Prepared { upstream_model, mut transcript, tools, mut sampling, max_output_tokens, max_tool_calls, include, executors, .. } = turn;
+    let include_sources = include.iter().any(|i| i == "web_search_call.action.sources");
+    let mut sources: Vec<Source> = Vec::new();
     let mut usage = Usage::default();
     let mut executed: u64 = 0;
     emitter.start();
@@ -82,7 +87,7 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
             },
         };
         if let Some(err) = failure {
-            let text = round.close_all(emitter, ItemStatus::Incomplete);
+            let text = round.close_all(emitter, ItemStatus::Incomplete, &sources);
             push_text(&mut transcript, text);
             let terminal = Terminal::Failed { code: err.code().into(), message: err.to_string() };
             return finish(emitter, transcript, terminal, usage, Some(err));
@@ -94,11 +99,11 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
             _ => None,
         };
         if let Some(reason) = truncated {
-            let text = round.close_all(emitter, ItemStatus::Incomplete);
+            let text = round.close_all(emitter, ItemStatus::Incomplete, &sources);
             push_text(&mut transcript, text);
             return finish(emitter, transcript, Terminal::Incomplete(reason.into()), usage, None);
         }
-        let text = round.close_message(emitter, ItemStatus::Completed);
+        let text = round.close_message(emitter, ItemStatus::Completed, &sources);
         if round.calls.is_empty() {
             push_text(&mut transcript, text);
             return finish(emitter, transcript, Terminal::Completed, usage, None);
@@ -117,29 +122,32 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
                     call.name
                 ))),
                 Some(entry) if entry.owner == Owner::Client => client.push(call.index),
-                Some(entry) => match (execute::validate(entry, &call.arguments), &entry.executor) {
-                    (Err(msg), _) => answers.push(reject(msg)),
-                    (Ok(_), _) if max_tool_calls.is_some_and(|cap| executed >= cap) => answers.push(reject(
+                Some(entry) => match execute::validate(entry, &call.arguments) {
+                    Err(msg) => answers.push(reject(msg)),
+                    Ok(_) if max_tool_calls.is_some_and(|cap| executed >= cap) => answers.push(reject(
                         "error: max_tool_calls reached; this call was not executed. Answer with what you have.".into(),
                     )),
-                    (Ok(input), Some(executor)) => {
-                        executed += 1;
-                        gateway.push(GatewayCall {
-                            call_id: call.call_id.clone(),
-                            name: entry.name.clone(),
-                            input,
-                            executor: executor.clone(),
-                        });
-                    }
-                    (Ok(_), None) => answers.push(reject("error: this tool has no executor configured.".into())),
+                    Ok(args) => match bind(entry, &args, &executors, include_sources) {
+                        Some((input, exec)) => {
+                            executed += 1;
+                            gateway.push(GatewayCall { call_id: call.call_id.clone(), name: entry.name.clone(), input, exec });
+                        }
+                        None => answers.push(reject("error: this tool has no executor configured.".into())),
+                    },
                 },
             }
         }
         let ran_gateway = !gateway.is_empty();
-        let results = execute::run_calls(gateway, emitter, limits.max_parallel, limits.call_timeout).await;
+        let done = execute::run_calls(gateway, emitter, limits.max_parallel, limits.call_timeout).await;
+        usage.add(&done.usage);
+        for s in done.sources {
+            if !sources.iter().any(|k| k.url == s.url) {
+                sources.push(s);
+            }
+        }
         transcript.push_assistant(text, transcript_calls);
         // Results in the order the model made the calls.
-        let mut all: Vec<ToolResult> = results.into_iter().chain(answers).collect();
+        let mut all: Vec<ToolResult> = done.results.into_iter().chain(answers).collect();
         let order: Vec<String> = round.calls.iter().map(|c| c.call_id.clone()).collect();
         all.sort_by_key(|r| order.iter().position(|id| *id == r.call_id).unwrap_or(usize::MAX));
         for r in all {
@@ -167,6 +175,23 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
         }
     }
     finish(emitter, transcript, Terminal::Completed, usage, None)
+}
+
+/// Binds a validated gateway call to its executor: the input it runs on and where.
+fn bind(entry: &ToolEntry, args: &Value, executors: &Registry, include_sources: bool) -> Option<(String, Exec)> {
+    match &entry.kind {
+        ToolKind::ServerCustom => {
+            let tool = entry.executor.clone()?;
+            Some((execute::string_arg(args, execute::INPUT), Exec::Server(tool)))
+        }
+        ToolKind::WebSearch(options) => {
+            let backend = executors.web_search.clone().ok()?;
+            let query = execute::string_arg(args, "query");
+            let request = options.request(query.clone());
+            Some((query, Exec::WebSearch { backend, request, include_sources }))
+        }
+        ToolKind::Function | ToolKind::Custom => None,
+    }
 }
 
 fn push_text(transcript: &mut Transcript, text: String) {

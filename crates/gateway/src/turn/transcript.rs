@@ -167,6 +167,13 @@ pub fn build(
                 let content = tool_output_text(&o.output, &param)?;
                 t.push_tool_result(call_id, content);
             }
+            InputItem::WebSearchCall(ws) => {
+                // Lossy by design: the results are private, so a replayed search becomes the
+                // call plus a tool message rebuilt from its query and sources.
+                let (call, result) = web_search_replay(ws);
+                t.push_call(call);
+                t.push_tool_result(ws.id.clone(), result);
+            }
             InputItem::Reasoning(_) | InputItem::Other { .. } => {}
             InputItem::ItemReference { id } => {
                 return Err(ApiError::invalid(
@@ -186,6 +193,32 @@ pub fn build(
     }
     t.system_messages = system;
     Ok(t)
+}
+
+/// The model-visible name of the gateway's web search function.
+pub const WEB_SEARCH_FUNCTION: &str = "web_search";
+
+fn web_search_replay(ws: &protocol::input::WebSearchCallItem) -> (Call, String) {
+    let action = ws.action.as_ref();
+    let query = action
+        .and_then(|a| a.get("query").and_then(|q| q.as_str()).map(str::to_string))
+        .or_else(|| action.and_then(|a| a.pointer("/queries/0")).and_then(|q| q.as_str()).map(str::to_string))
+        .unwrap_or_default();
+    let sources: Vec<&str> = action
+        .and_then(|a| a.get("sources"))
+        .and_then(|s| s.as_array())
+        .map(|a| a.iter().filter_map(|s| s.get("url").and_then(|u| u.as_str())).collect())
+        .unwrap_or_default();
+    let mut result = format!("Web search for \"{query}\" (earlier turn; results not kept).");
+    if !sources.is_empty() {
+        result.push_str(&format!(" Sources: {}", sources.join(", ")));
+    }
+    let call = Call {
+        call_id: ws.id.clone(),
+        name: WEB_SEARCH_FUNCTION.to_string(),
+        arguments: serde_json::json!({"query": query}).to_string(),
+    };
+    (call, result)
 }
 
 fn answer(o: &ToolOutput, param: &str, calls: &mut [(String, bool)]) -> Result<String, ApiError> {

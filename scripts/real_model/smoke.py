@@ -7,6 +7,13 @@ by llama.cpp, see scripts/real-model.sh):
   (b) responses.stream, same question         -> text deltas arrived, final text non-empty
   (c) function tool round trip (store=False)  -> get_weather call with a city, then
       the output items + a function_call_output replayed -> non-empty final answer
+  (d) the gateway-owned custom tool package_version, forced with
+      tool_choice {"type":"custom","name":"package_version"}, only that tool declared:
+      "What is the installed version of axum?" -> custom_tool_call, its
+      custom_tool_call_output (the version, or for a name outside the allowlist an
+      "error: ..." listing the allowed names) and a final message, all in one response;
+      the whole transcript is printed. The 135M model may write odd inputs: which input
+      it wrote is reported, not asserted.
 
 Usage: smoke.py [--base-url URL] [--model smollm2]
 The base URL defaults to $GATEWAY_BASE_URL, then $OPENAI_BASE_URL, then
@@ -33,6 +40,8 @@ WEATHER_TOOL = {
     },
 }
 TOOL_RESULT = '{"temperature_c": 18, "conditions": "sunny"}'
+VERSION_QUESTION = "What is the installed version of axum?"
+PACKAGE_VERSION_TOOL = {"type": "custom", "name": "package_version"}
 
 
 class SmokeFailure(Exception):
@@ -56,9 +65,16 @@ def describe_output(resp) -> None:
     for i, item in enumerate(resp.output):
         if item.type == "message":
             texts = [c.text for c in item.content if getattr(c, "type", None) == "output_text"]
-            show(f"output[{i}]", f"message: {' '.join(texts)!r}")
+            phase = getattr(item, "phase", None)
+            show(f"output[{i}]", f"message{f' ({phase})' if phase else ''}: {' '.join(texts)!r}")
         elif item.type == "function_call":
             show(f"output[{i}]", f"function_call {item.name} call_id={item.call_id} arguments={item.arguments!r}")
+        elif item.type == "custom_tool_call":
+            show(f"output[{i}]", f"custom_tool_call {item.name} call_id={item.call_id} status={getattr(item, 'status', None)} "
+                                 f"input={item.input!r}")
+        elif item.type == "custom_tool_call_output":
+            show(f"output[{i}]", f"custom_tool_call_output call_id={item.call_id} status={getattr(item, 'status', None)} "
+                                 f"output={item.output!r}")
         else:
             show(f"output[{i}]", item.type)
     if resp.usage is not None:
@@ -127,6 +143,68 @@ def step_tool_round_trip(client, model: str) -> None:
     check(bool(text.strip()), "final answer after the tool result is empty")
 
 
+def step_package_version(client, model: str) -> None:
+    from openai.types.responses import (
+        ResponseCustomToolCall,
+        ResponseCustomToolCallOutputItem,
+        ResponseOutputMessage,
+    )
+
+    resp = client.responses.create(
+        model=model, input=VERSION_QUESTION, tools=[PACKAGE_VERSION_TOOL],
+        tool_choice={"type": "custom", "name": "package_version"}, temperature=0, store=False)
+    show("question", VERSION_QUESTION)
+    show("tool_choice", resp.tool_choice.model_dump(mode="json", exclude_unset=True))
+    print("    -- transcript (response.output, as the SDK typed it)", flush=True)
+    for i, item in enumerate(resp.output):
+        show(f"[{i}] type", f"{item.type} ({type(item).__name__}) id={getattr(item, 'id', None)}")
+        if item.type == "custom_tool_call":
+            show("    name", item.name)
+            show("    call_id", item.call_id)
+            show("    input", repr(item.input))
+        elif item.type == "custom_tool_call_output":
+            show("    call_id", item.call_id)
+            show("    status", item.status)
+            show("    output", repr(item.output))
+        elif item.type == "message":
+            show("    role/phase", f"{item.role}/{getattr(item, 'phase', None)}")
+            show("    text", repr("".join(c.text for c in item.content if c.type == "output_text")))
+    show("status", resp.status)
+    if resp.usage is not None:
+        show("usage", f"input={resp.usage.input_tokens} output={resp.usage.output_tokens} "
+                      f"total={resp.usage.total_tokens} (all rounds)")
+    show("final answer", repr(resp.output_text))
+
+    check(resp.status == "completed", f"status is {resp.status!r}, expected 'completed'")
+    calls = [it for it in resp.output if it.type == "custom_tool_call"]
+    outs = {it.call_id: it for it in resp.output if it.type == "custom_tool_call_output"}
+    check(len(calls) > 0, "no custom_tool_call in the output")
+    for call in calls:
+        check(isinstance(call, ResponseCustomToolCall), f"custom_tool_call typed as {type(call).__name__}")
+        check(call.name == "package_version", f"custom_tool_call name is {call.name!r}")
+        out = outs.get(call.call_id)
+        check(out is not None, f"no custom_tool_call_output for call {call.call_id}")
+        check(isinstance(out, ResponseCustomToolCallOutputItem), f"custom_tool_call_output typed as {type(out).__name__}")
+        check(resp.output.index(call) < resp.output.index(out), "custom_tool_call_output precedes its call")
+        if out.status == "completed":
+            check(isinstance(out.output, str) and out.output.strip() != "", "completed tool output is empty")
+            verdict = "a version"
+        else:
+            check(out.status == "incomplete", f"custom_tool_call_output status {out.status!r}")
+            check(isinstance(out.output, str) and out.output.startswith("error: "),
+                  f"failed tool output does not start with 'error: ': {out.output!r}")
+            check("axum" in out.output, f"the error output does not list the allowed names: {out.output!r}")
+            verdict = "an error listing the allowed names"
+        show("tool verdict", f"input {call.input!r} -> {verdict}")
+    last = resp.output[-1]
+    check(isinstance(last, ResponseOutputMessage) and last.role == "assistant",
+          f"the last output item is {last.type}, not the assistant's final message")
+    check(getattr(last, "phase", None) in (None, "final_answer"), f"final message phase is {getattr(last, 'phase', None)!r}")
+    final_text = "".join(c.text for c in last.content if c.type == "output_text")
+    check(final_text.strip() != "", "the final message is empty")
+    check(resp.output.index(last) > max(resp.output.index(c) for c in calls), "no message after the tool call")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base-url", default=os.environ.get("GATEWAY_BASE_URL")
@@ -149,6 +227,7 @@ def main() -> int:
         ("a", "responses.create, plain question", step_create),
         ("b", "responses.stream, plain question", step_stream),
         ("c", "function tool round trip (store=False)", step_tool_round_trip),
+        ("d", "server-owned custom tool package_version, forced by tool_choice", step_package_version),
     ]
     passed = failed = 0
     for key, title, fn in steps:

@@ -88,9 +88,22 @@ async fn mixed_round_runs_gateway_calls_first_then_returns_client_calls() {
     let s = h.stream(json!({"model":"m","input":"x","tools":[weather(), pv()]})).await;
     assert_eq!(s.terminal_type(), "response.completed");
     let t = types(&s.response);
-    assert!(t.contains(&"custom_tool_call_output".to_string()) && t.contains(&"function_call".to_string()), "{t:?}");
+    assert_eq!(t, vec!["message", "custom_tool_call", "custom_tool_call_output", "function_call"], "the model's call order, progress first");
+    // replaying in any order gives the tool results in call order
+    let call = s.response["output"][3].clone();
+    let mut input = vec![json!({"role":"user","content":"x"})];
+    input.extend(s.response["output"].as_array().unwrap().iter().skip(1).cloned());
+    input.push(json!({"type":"function_call_output","call_id":call["call_id"],"output":"rainy"}));
+    h.upstream.push(Script::text(&["ok"]));
+    let (status, _) = h.post(json!({"model":"m","input":input,"tools":[weather(), pv()],"store":false})).await;
+    assert_eq!(status, 200);
+    let msgs = h.upstream.requests()[1].body["messages"].clone();
+    let ids: Vec<&Value> = msgs[1]["tool_calls"].as_array().unwrap().iter().map(|c| &c["id"]).collect();
+    assert_eq!(msgs[2]["tool_call_id"], *ids[0]);
+    assert_eq!(msgs[3]["tool_call_id"], *ids[1]);
+    assert_eq!(msgs[3]["content"], "rainy");
     let reqs = h.upstream.requests();
-    assert_eq!(reqs.len(), 1, "client calls end the turn");
+    assert_eq!(reqs.len(), 2, "client calls end the turn (the second request is the replay)");
     let names: Vec<&str> = reqs[0].body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
     assert_eq!(names, vec!["package_version", "get_weather"], "gateway tools are declared first");
     // the client call is done only after the gateway output was recorded

@@ -71,8 +71,15 @@ impl Round {
                 match call.output_index {
                     Some(idx) => call.stream_piece(idx, piece, emitter),
                     None => {
-                        // A client-owned call streams as soon as its name is known.
-                        if let Some(entry) = tools.lookup(&call.name).filter(|e| e.owner == Owner::Client) {
+                        // A client-owned call streams as soon as its name is known, unless
+                        // an earlier call of this round is the gateway's: then it waits for
+                        // the end of the round, so `output` keeps the model's call order
+                        // (gateway items are recorded before client calls are surfaced).
+                        let after_gateway = self.calls[..pos]
+                            .iter()
+                            .any(|c| tools.lookup(&c.name).is_none_or(|e| e.owner != Owner::Client));
+                        let call = &mut self.calls[pos];
+                        if let Some(entry) = tools.lookup(&call.name).filter(|e| e.owner == Owner::Client && !after_gateway) {
                             let idx = call.start_client_item(&entry.kind, &entry.name, entry.namespace.clone(), emitter);
                             let so_far = call.arguments.clone();
                             call.stream_piece(idx, so_far, emitter);

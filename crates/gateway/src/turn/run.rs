@@ -157,14 +157,18 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
         if !client.is_empty() {
             for call in round.calls.iter_mut().filter(|c| client.contains(&c.index)) {
                 let Some(entry) = tools.lookup(&call.name) else { continue };
-                let idx = match call.output_index {
-                    Some(idx) => idx,
-                    None => call.start_client_item(&entry.kind, &entry.name, entry.namespace.clone(), emitter),
-                };
                 let final_text = if entry.kind.is_custom() {
                     custom::input_from_arguments(&call.arguments)
                 } else {
                     call.arguments.clone()
+                };
+                let idx = match call.output_index {
+                    Some(idx) => idx,
+                    None => {
+                        let idx = call.start_client_item(&entry.kind, &entry.name, entry.namespace.clone(), emitter);
+                        emitter.call_delta(idx, final_text.clone());
+                        idx
+                    }
                 };
                 emitter.call_done(idx, final_text, ItemStatus::Completed);
             }

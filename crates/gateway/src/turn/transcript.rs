@@ -97,6 +97,33 @@ impl Transcript {
         self.entries.push(Entry::ToolResult { call_id, content });
     }
 
+    /// Puts each run of tool results into the order of the calls they answer: chat templates
+    /// without call ids pair results with calls by position.
+    fn order_tool_results(&mut self) {
+        let mut order: Vec<String> = Vec::new();
+        let mut i = 0;
+        while i < self.entries.len() {
+            match &self.entries[i] {
+                Entry::Assistant { calls, .. } => {
+                    order = calls.iter().map(|c| c.call_id.clone()).collect();
+                    i += 1;
+                }
+                Entry::ToolResult { .. } => {
+                    let start = i;
+                    while i < self.entries.len() && matches!(self.entries[i], Entry::ToolResult { .. }) {
+                        i += 1;
+                    }
+                    let pos = |e: &Entry| match e {
+                        Entry::ToolResult { call_id, .. } => order.iter().position(|c| c == call_id).unwrap_or(usize::MAX),
+                        _ => usize::MAX,
+                    };
+                    self.entries[start..i].sort_by_key(pos);
+                }
+                Entry::User(_) => i += 1,
+            }
+        }
+    }
+
     /// Removes the unanswered call `call_id` if it belongs to a server tool; true if removed.
     fn drop_server_call(&mut self, call_id: &str, is_server_tool: &dyn Fn(&str) -> bool) -> bool {
         for (i, e) in self.entries.iter_mut().enumerate() {
@@ -116,11 +143,13 @@ impl Transcript {
         false
     }
 
+    /// Adds a replayed call to the assistant turn it belongs to: consecutive call and output
+    /// items (no message in between) are one assistant turn, as the model produced them.
     fn push_call(&mut self, call: Call) {
-        if let Some(Entry::Assistant { calls, .. }) = self.entries.last_mut() {
-            calls.push(call);
-        } else {
-            self.entries.push(Entry::Assistant { text: String::new(), calls: vec![call] });
+        let last_assistant = self.entries.iter().rposition(|e| !matches!(e, Entry::ToolResult { .. }));
+        match last_assistant.map(|i| &mut self.entries[i]) {
+            Some(Entry::Assistant { calls, .. }) => calls.push(call),
+            _ => self.entries.push(Entry::Assistant { text: String::new(), calls: vec![call] }),
         }
     }
 }
@@ -192,6 +221,7 @@ pub fn build(
         }
     }
     t.system_messages = system;
+    t.order_tool_results();
     Ok(t)
 }
 

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Runs every test: Rust unit/integration/fuzz tests, the Python end-to-end tests with the
-# official openai SDK, then (serially, last) the real-model smoke test.
+# Runs every test: Rust unit/integration/fuzz tests (the store suites on SQLite and on
+# PostgreSQL), the Python end-to-end tests with the official openai SDK (SQLite, then the
+# store tests again on PostgreSQL), then (serially, last) the real-model smoke test.
 # Usage: scripts/test.sh [--no-real-model]
+# PostgreSQL: $RESPONSES_GATEWAY_TEST_POSTGRES_URL (default: the machine's server at
+# 127.0.0.1:5432, started or installed by scripts/pg.sh when it does not answer). Every
+# run creates and drops its own uniquely named databases on it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +17,10 @@ for arg in "$@"; do
   esac
 done
 
+echo "== PostgreSQL for the store tests =="
+RESPONSES_GATEWAY_TEST_POSTGRES_URL="$(bash scripts/pg.sh)"
+export RESPONSES_GATEWAY_TEST_POSTGRES_URL
+
 echo "== cargo test (workspace) =="
 cargo build --workspace --bins
 cargo test --workspace
@@ -20,6 +28,16 @@ cargo test --workspace
 echo "== Python end-to-end tests (openai SDK) =="
 GATEWAY_BIN="$PWD/target/debug/responses-gateway" UPSTREAM_BIN="$PWD/target/debug/scripted-upstream" \
   bash tests/python/run.sh
+
+echo "== Python store tests on PostgreSQL =="
+pg_db="rg_py_$$_${RANDOM}"
+pg_admin="$RESPONSES_GATEWAY_TEST_POSTGRES_URL"
+psql "$pg_admin" -Atqc "CREATE DATABASE \"$pg_db\""
+trap 'psql "$pg_admin" -Atqc "DROP DATABASE IF EXISTS \"$pg_db\" WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
+RESPONSES_GATEWAY_STORE__BACKEND=postgres RESPONSES_GATEWAY_STORE__URL_ENV=RG_PY_STORE_URL \
+  RG_PY_STORE_URL="${pg_admin%/*}/$pg_db" \
+  GATEWAY_BIN="$PWD/target/debug/responses-gateway" UPSTREAM_BIN="$PWD/target/debug/scripted-upstream" \
+  bash tests/python/run.sh -k test_store_sdk
 
 if [ "$real_model" = 1 ]; then
   echo "== real model (SmolLM2-135M via llama.cpp) =="

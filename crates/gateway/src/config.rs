@@ -22,6 +22,66 @@ pub struct Config {
     pub models: Option<BTreeMap<String, String>>,
     pub tools: ToolsConfig,
     pub server_tools: ServerToolsConfig,
+    pub web_search: WebSearchConfig,
+    /// `[store]`: where stored responses and conversations live (see `store::StoreConfig`).
+    pub store: crate::store::StoreConfig,
+}
+
+/// `[web_search]`: where gateway-owned web searches run. A request never selects a backend.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WebSearchConfig {
+    /// `http` (SearXNG / Degoog) or `openai` (an upstream Responses model's native search).
+    /// Unset: `web_search` declarations get a 400 naming this setting.
+    pub backend: Option<WebSearchBackendKind>,
+    pub http: HttpSearchConfig,
+    pub openai: OpenAiSearchConfig,
+}
+
+/// `web_search.backend`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WebSearchBackendKind {
+    Http,
+    Openai,
+}
+
+/// `[web_search.http]`: one JSON GET to `url` with `q=…&format=json` appended.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpSearchConfig {
+    /// The whole endpoint, e.g. `https://searx.example/search` or `https://degoog.example/api/search`.
+    pub url: Option<String>,
+    /// Environment variable holding an optional Bearer key.
+    pub api_key_env: Option<String>,
+    /// Request timeout, milliseconds (default 10000).
+    pub timeout_ms: u64,
+}
+
+impl Default for HttpSearchConfig {
+    fn default() -> Self {
+        HttpSearchConfig { url: None, api_key_env: None, timeout_ms: 10_000 }
+    }
+}
+
+/// `[web_search.openai]`: a private upstream Responses call with native web search.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OpenAiSearchConfig {
+    /// OpenAI base URL including `/v1`.
+    pub url: Option<String>,
+    /// Environment variable holding the API key.
+    pub api_key_env: Option<String>,
+    /// Model that runs the search.
+    pub model: Option<String>,
+    /// Request timeout, milliseconds (default 60000).
+    pub timeout_ms: u64,
+}
+
+impl Default for OpenAiSearchConfig {
+    fn default() -> Self {
+        OpenAiSearchConfig { url: None, api_key_env: None, model: None, timeout_ms: 60_000 }
+    }
 }
 
 /// `[tools]`: the agent loop's bounds for gateway-owned tools.
@@ -129,6 +189,8 @@ impl Default for Config {
             models: None,
             tools: ToolsConfig::default(),
             server_tools: ServerToolsConfig::default(),
+            web_search: WebSearchConfig::default(),
+            store: crate::store::StoreConfig::default(),
         }
     }
 }
@@ -192,6 +254,7 @@ impl Config {
         if self.server.keepalive_interval_ms == 0 || self.upstream.idle_timeout_ms == 0 {
             anyhow::bail!("server.keepalive_interval_ms and upstream.idle_timeout_ms must be > 0");
         }
+        self.store.validate()?;
         Ok(())
     }
 
@@ -200,6 +263,18 @@ impl Config {
         self.server.data_dir.clone().unwrap_or_else(|| {
             dirs::data_dir().unwrap_or_else(|| PathBuf::from(".")).join("responses-gateway")
         })
+    }
+
+    /// Reads a secret from the environment variable `var` named by the setting `setting`.
+    /// `Ok(None)` when no variable is named; an error naming both when it is unset.
+    pub fn secret(var: Option<&str>, setting: &str) -> anyhow::Result<Option<String>> {
+        match var {
+            None => Ok(None),
+            Some(var) => match std::env::var(var) {
+                Ok(v) if !v.is_empty() => Ok(Some(v)),
+                _ => anyhow::bail!("environment variable {var} ({setting}) is not set"),
+            },
+        }
     }
 
     /// Reads the upstream API key from the environment variable named by

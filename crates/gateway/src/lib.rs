@@ -6,6 +6,7 @@ pub mod error;
 pub mod events;
 pub mod executors;
 pub mod http;
+pub mod store;
 pub mod tools;
 pub mod turn;
 pub mod upstream;
@@ -21,14 +22,18 @@ pub fn install_crypto() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
-/// Serves on an already-bound listener until `shutdown` resolves.
+/// Serves on an already-bound listener until `shutdown` resolves. Logs "listening on
+/// http://ADDR" once the state (store included) is ready; a store that cannot be opened is
+/// an error before that.
 pub async fn serve_on(
     listener: TcpListener,
     config: &Config,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     install_crypto();
-    let state = Arc::new(http::AppState::from_config(config)?);
+    let state = Arc::new(http::AppState::from_config(config).await?);
+    let addr = listener.local_addr()?;
+    tracing::info!(%addr, data_dir = %config.data_dir().display(), store = ?config.store.backend, "listening on http://{addr}");
     let app = http::router(state, config.server.max_body_bytes);
     axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
     Ok(())

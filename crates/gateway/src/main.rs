@@ -87,8 +87,6 @@ fn run(config: Config) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind(config.server.listen).await?;
-        let addr = listener.local_addr()?;
-        tracing::info!(%addr, data_dir = %config.data_dir().display(), "listening on http://{addr}");
         let shutdown = async {
             let _ = tokio::signal::ctrl_c().await;
         };

@@ -49,7 +49,15 @@ async fn settle(what: &str, baseline: usize, now: impl Fn() -> usize) {
 async fn disconnects_cancel_or_finish_and_leak_nothing() {
     let slow = TestTool::new("slow", 40, false);
     let probe = slow.clone();
-    let h = Harness::start_full(|c| c.upstream.pool_idle_timeout_ms = 300, move |r| r.register(slow)).await;
+    // One store connection: a pool that grows under load would look like leaked descriptors.
+    let h = Harness::start_full(
+        |c| {
+            c.upstream.pool_idle_timeout_ms = 300;
+            c.store.max_connections = 1;
+        },
+        move |r| r.register(slow),
+    )
+    .await;
     h.upstream.set_default(Script::default().with_tool(ToolCallScript::new("slow", r#"{"input":"z"}"#)));
     let client = reqwest::Client::builder().pool_max_idle_per_host(0).build().expect("client");
 

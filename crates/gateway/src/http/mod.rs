@@ -1,9 +1,13 @@
-//! HTTP routes (axum): `/v1/responses`, `/v1/models`, `/healthz`, `/readyz`.
+//! HTTP routes (axum): `/v1/responses` (create, retrieve, delete, input items),
+//! `/v1/conversations` (and their items), `/v1/models`, `/healthz`, `/readyz`.
 
+pub mod conversations;
 pub mod health;
+pub mod list;
 pub mod models;
 pub mod responses;
 pub mod sse;
+pub mod stored;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -11,6 +15,8 @@ use std::time::Duration;
 
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
+
+use crate::store::Store;
 use axum::Router;
 
 use crate::config::Config;
@@ -26,12 +32,23 @@ pub struct AppState {
     pub reject_unknown: bool,
     pub keepalive: Duration,
     pub limits: Limits,
-    pub registry: Registry,
+    pub registry: Arc<Registry>,
+    /// Stored responses and conversations (`[store]`).
+    pub store: Arc<dyn Store>,
+    /// `store.lease_ttl_ms`: lifetime of a conversation lease.
+    pub lease_ttl_ms: u64,
 }
 
 impl AppState {
-    /// Builds the state from a validated config (reads the upstream key from its env var).
-    pub fn from_config(config: &Config) -> anyhow::Result<AppState> {
+    /// Builds the state from a validated config: reads the upstream key from its env var,
+    /// opens the store (connects and migrates; an unreachable database is an error here).
+    pub async fn from_config(config: &Config) -> anyhow::Result<AppState> {
+        let store = crate::store::open(&config.store, &config.data_dir()).await?;
+        AppState::with_store(config, store)
+    }
+
+    /// As [`AppState::from_config`] with an already opened store (tests, embedding).
+    pub fn with_store(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<AppState> {
         let url = config.upstream.url.clone().ok_or_else(|| anyhow::anyhow!("upstream.url is not set"))?;
         let upstream = ChatCompletions::new(
             &url,
@@ -50,7 +67,9 @@ impl AppState {
                 max_parallel: config.tools.max_parallel,
                 call_timeout: Duration::from_millis(config.tools.call_timeout_ms),
             },
-            registry: Registry::from_config(config),
+            registry: Arc::new(Registry::from_config(config)),
+            store,
+            lease_ttl_ms: config.store.lease_ttl_ms,
         })
     }
 }
@@ -59,6 +78,18 @@ impl AppState {
 pub fn router(state: Arc<AppState>, max_body_bytes: usize) -> Router {
     Router::new()
         .route("/v1/responses", post(responses::create))
+        .route("/v1/responses/{id}", get(stored::get).delete(stored::delete))
+        .route("/v1/responses/{id}/input_items", get(stored::input_items))
+        .route("/v1/conversations", post(conversations::create))
+        .route(
+            "/v1/conversations/{id}",
+            get(conversations::get).post(conversations::update).delete(conversations::delete),
+        )
+        .route("/v1/conversations/{id}/items", get(conversations::list_items).post(conversations::add_items))
+        .route(
+            "/v1/conversations/{id}/items/{item_id}",
+            get(conversations::get_item).delete(conversations::delete_item),
+        )
         .route("/v1/models", get(models::list))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))

@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::State;
+use axum::http::StatusCode;
+use protocol::ApiError;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
@@ -12,39 +14,101 @@ use super::sse::SseBody;
 use super::AppState;
 use crate::error::HttpError;
 use crate::events::emitter::{Emitter, Sink};
-use crate::turn::{self, Prepared};
+use crate::store::StoreError;
+use crate::turn::{self, persist, state, Prepared};
 
 /// Handles one create request.
 pub async fn create(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
-    let prepared = match turn::parse_request(&body)
-        .map_err(HttpError::from)
-        .and_then(|req| turn::prepare(req, state.models.as_ref(), state.reject_unknown, &state.registry))
-    {
+    let req = match turn::parse_request(&body) {
+        Ok(req) => req,
+        Err(e) => return HttpError::from(e).into_response(),
+    };
+    let ctx = state::Context {
+        models: state.models.as_ref(),
+        reject_unknown: state.reject_unknown,
+        registry: &state.registry,
+        store: &state.store,
+        lease_ttl_ms: state.lease_ttl_ms,
+    };
+    let mut prepared = match state::prepare(req, &body, &ctx).await {
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };
     if prepared.stream {
-        stream(state, prepared)
-    } else {
+        return stream(state, prepared);
+    }
+    let Some(plan) = prepared.persist.take() else {
+        let mut emitter = Emitter::new(prepared.base.clone(), None);
+        return answer(turn::run(prepared, &state.upstream, &mut emitter, state.limits).await);
+    };
+    // A stored turn runs in its own task: a client that goes away does not cancel it.
+    let task = tokio::spawn(async move {
         let mut emitter = Emitter::new(prepared.base.clone(), None);
         let outcome = turn::run(prepared, &state.upstream, &mut emitter, state.limits).await;
-        match outcome.upstream_error {
-            Some(e) => HttpError::bad_gateway(e.to_string(), e.code()).into_response(),
-            None => Json(outcome.response).into_response(),
+        persist::commit(plan, &outcome).await.map(|()| outcome)
+    });
+    match task.await {
+        Ok(Ok(outcome)) => answer(outcome),
+        Ok(Err(e)) => commit_failed(&e).into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "a stored turn's task failed");
+            commit_failed(&StoreError::Other("the turn's task failed".into())).into_response()
         }
     }
 }
 
-fn stream(state: Arc<AppState>, prepared: Prepared) -> Response {
+/// The non-streaming answer: the folded Response, or 502 when the upstream failed.
+fn answer(outcome: turn::Outcome) -> Response {
+    match outcome.upstream_error {
+        Some(e) => HttpError::bad_gateway(e.to_string(), e.code()).into_response(),
+        None => Json(outcome.response).into_response(),
+    }
+}
+
+/// A failed end-of-turn write: 503 when the store is unreachable, else 500; nothing was stored.
+fn commit_failed(e: &StoreError) -> HttpError {
+    tracing::error!(error = %e, "storing the turn failed");
+    let (status, code) = match e {
+        StoreError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable"),
+        _ => (StatusCode::INTERNAL_SERVER_ERROR, "store_error"),
+    };
+    HttpError {
+        status,
+        error: ApiError {
+            message: COMMIT_FAILED.into(),
+            kind: "server_error".into(),
+            param: None,
+            code: Some(code.into()),
+        },
+    }
+}
+
+const COMMIT_FAILED: &str = "The response could not be stored; it was not saved and cannot be continued.";
+
+fn stream(state: Arc<AppState>, mut prepared: Prepared) -> Response {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let store = prepared.store;
+    let plan = prepared.persist.take();
+    let persisted = plan.is_some();
     let keepalive = state.keepalive;
     let task = tokio::spawn(async move {
         let mut emitter = Emitter::new(prepared.base.clone(), Some(Sink::new(tx)));
-        turn::run(prepared, &state.upstream, &mut emitter, state.limits).await
+        if plan.is_some() {
+            // Commit first, then send the terminal event (or response.failed).
+            emitter.hold_terminal();
+        }
+        let outcome = turn::run(prepared, &state.upstream, &mut emitter, state.limits).await;
+        if let Some(plan) = plan {
+            match persist::commit(plan, &outcome).await {
+                Ok(()) => emitter.release_terminal(),
+                Err(e) => {
+                    tracing::error!(error = %e, "storing the streamed turn failed");
+                    emitter.fail_terminal("server_error", COMMIT_FAILED);
+                }
+            }
+        }
     });
-    // store:false → a disconnect cancels the turn (and so the upstream request);
-    // store:true → the turn runs to its end.
-    let cancel = if store { None } else { Some(task.abort_handle()) };
+    // Nothing to store → a disconnect cancels the turn (and so the upstream request);
+    // a stored turn (store:true or a conversation) runs to its end and is committed.
+    let cancel = if persisted { None } else { Some(task.abort_handle()) };
     SseBody::new(rx, keepalive, cancel).into_response()
 }

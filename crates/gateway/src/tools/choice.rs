@@ -103,7 +103,11 @@ pub fn resolve(v: Option<&Value>, set: &ToolSet) -> Result<(ToolChoice, Value), 
                         .iter()
                         .find(|e| matches!(e.kind, super::ToolKind::WebSearch(_)))
                         .ok_or_else(|| not_found(t))?;
-                    Ok((ToolChoice::Named(entry.visible_name().to_string()), v.clone()))
+                    // `{type:"web_search"}` is accepted leniently (clients send it) but is not
+                    // in the SDK's `ToolChoiceTypes`; echo the nearest valid type so the
+                    // Response still parses.
+                    let echo = if t.starts_with("web_search_preview") { v.clone() } else { json!({"type": "web_search_preview"}) };
+                    Ok((ToolChoice::Named(entry.visible_name().to_string()), echo))
                 }
                 other => Err(not_found(other)),
             }

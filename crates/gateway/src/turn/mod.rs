@@ -2,9 +2,11 @@
 //! (the bounded loop over upstream rounds). DESIGN.md "Pipeline".
 
 pub mod execute;
+pub mod persist;
 pub mod prepare;
 pub mod round;
 pub mod run;
+pub mod state;
 pub mod transcript;
 
 pub use prepare::{parse_request, prepare, Prepared};

@@ -2,8 +2,8 @@
 //! OpenAI error shape naming the offending `param` (contract §9).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
-use axum::http::StatusCode;
 use protocol::input::{Input, InputItem};
 use protocol::request::{TextConfig, TextFormat, Verbosity};
 use protocol::{ApiError, CreateResponse, Response, ResponseStatus};
@@ -14,7 +14,8 @@ use crate::events::emitter::now_secs;
 use crate::events::ids::new_id;
 use crate::executors::Registry;
 use crate::tools::ToolSet;
-use crate::turn::transcript::{self, Transcript};
+use crate::turn::state::{self, Continuation};
+use crate::turn::transcript::Transcript;
 use crate::upstream::Sampling;
 
 /// A validated turn, ready to run.
@@ -30,8 +31,15 @@ pub struct Prepared {
     pub max_output_tokens: Option<u64>,
     /// Cap on gateway-executed calls in this turn.
     pub max_tool_calls: Option<u64>,
+    /// `include` (e.g. `web_search_call.action.sources`).
+    pub include: Vec<String>,
+    /// The deployment's executors (shared, cheap to clone).
+    pub executors: Arc<Registry>,
     pub stream: bool,
     pub store: bool,
+    /// What to write when the turn ends (`store: true` or a conversation); set by
+    /// [`crate::turn::state::prepare`].
+    pub persist: Option<crate::turn::persist::Persist>,
 }
 
 /// Parses the body. Not JSON → 400 with `param: null`; a wrong type → 400 naming the
@@ -64,13 +72,33 @@ fn bad(param: &str, message: impl Into<String>, code: &str) -> HttpError {
     HttpError::bad_request(Some(param.to_string()), message).with_code(code)
 }
 
-/// Validates the request and builds the turn. `models` maps public → upstream names
-/// (absent: pass through); an unknown model → 404 `model_not_found`.
+/// Validates the request and builds a turn without stored state: a `previous_response_id`
+/// is never found (400 `previous_response_not_found`) and a `conversation` never exists
+/// (404). [`crate::turn::state::prepare`] is the same with the store.
 pub fn prepare(
     req: CreateResponse,
     models: Option<&BTreeMap<String, String>>,
     reject_unknown: bool,
-    registry: &Registry,
+    registry: &Arc<Registry>,
+) -> Result<Prepared, HttpError> {
+    if let Some(id) = &req.previous_response_id {
+        return Err(state::previous_not_found(id));
+    }
+    if let Some(id) = state::conversation_id(&req)? {
+        return Err(state::conversation_not_found(&id));
+    }
+    prepare_with(req, models, reject_unknown, registry, Continuation::default())
+}
+
+/// Validates the request and builds the turn, continuing from `from` (the stored
+/// transcript and/or conversation items it starts from). `models` maps public → upstream
+/// names (absent: pass through); an unknown model → 404 `model_not_found`.
+pub fn prepare_with(
+    req: CreateResponse,
+    models: Option<&BTreeMap<String, String>>,
+    reject_unknown: bool,
+    registry: &Arc<Registry>,
+    from: Continuation,
 ) -> Result<Prepared, HttpError> {
     if let Some(key) = req.unknown.keys().next() {
         if reject_unknown {
@@ -95,19 +123,6 @@ pub fn prepare(
         },
     };
     check_ranges(&req)?;
-    if let Some(id) = &req.previous_response_id {
-        return Err(HttpError {
-            status: StatusCode::BAD_REQUEST,
-            error: ApiError::invalid(
-                Some("previous_response_id".to_string()),
-                format!("Previous response with id '{id}' not found."),
-            )
-            .with_code("previous_response_not_found"),
-        });
-    }
-    if req.conversation.as_ref().is_some_and(|c| !c.is_null()) {
-        return Err(bad("conversation", "Conversations are not available on this gateway yet.", "conversation_not_found"));
-    }
     if req.background == Some(true) {
         return Err(bad("background", "Background mode is not supported by this gateway.", "unsupported_parameter"));
     }
@@ -123,7 +138,7 @@ pub fn prepare(
         None => return Err(bad("input", "Missing required parameter: 'input'.", "missing_required_parameter")),
     };
     let tools = ToolSet::build(req.tools.as_deref().unwrap_or(&[]), req.tool_choice.as_ref(), registry)?;
-    let transcript = transcript::build(None, req.instructions.as_deref(), &items, &|name| registry.contains(name))?;
+    let transcript = from.transcript(req.instructions.as_deref(), items, &|name| registry.contains(name))?;
     let text = text_config(&req)?;
     let response_format = match &text.format {
         Some(TextFormat::JsonSchema { name, schema, description, strict }) => {
@@ -163,7 +178,7 @@ pub fn prepare(
         model,
         output: Vec::new(),
         parallel_tool_calls: req.parallel_tool_calls.unwrap_or(true),
-        previous_response_id: None,
+        previous_response_id: from.previous_response_id,
         prompt_cache_key: req.prompt_cache_key.clone(),
         prompt_cache_retention: req.prompt_cache_retention.clone(),
         reasoning: req.reasoning.clone().filter(|r| !r.is_null()).unwrap_or_else(|| json!({"effort": null, "summary": null})),
@@ -185,6 +200,7 @@ pub fn prepare(
         metadata: req.metadata.clone().unwrap_or_default(),
         frequency_penalty: req.frequency_penalty.unwrap_or(0.0),
         presence_penalty: req.presence_penalty.unwrap_or(0.0),
+        conversation: from.conversation_id.map(|id| protocol::response::ConversationRef { id }),
     };
     Ok(Prepared {
         base,
@@ -194,8 +210,11 @@ pub fn prepare(
         sampling,
         max_output_tokens: req.max_output_tokens,
         max_tool_calls: req.max_tool_calls,
+        include: req.include.clone().unwrap_or_default(),
+        executors: registry.clone(),
         stream: req.stream.unwrap_or(false),
         store,
+        persist: None,
     })
 }
 

@@ -2,6 +2,8 @@
 //! `scripted-upstream`, plus the reusable stream checker.
 #![allow(dead_code)]
 
+pub mod db;
+pub mod search_fixture;
 pub mod stream_check;
 
 use std::time::Duration;
@@ -12,16 +14,23 @@ use futures_util::future::BoxFuture;
 use responses_gateway::config::Config;
 use responses_gateway::executors::{Registry, ServerTool};
 use responses_gateway::http::AppState;
+use responses_gateway::store::sql::SqlStore;
 use scripted_upstream::ScriptedUpstream;
 use serde_json::Value;
 
+pub use db::TestDb;
 pub use stream_check::{check_stream, Checked};
 
 pub struct Harness {
     pub upstream: ScriptedUpstream,
     pub base: String,
     pub client: reqwest::Client,
-    _shutdown: tokio::sync::oneshot::Sender<()>,
+    /// The database the gateway stores in (a fresh SQLite file unless given).
+    pub db: Arc<TestDb>,
+    /// The gateway's store (the same pool), for tests that look at or damage rows.
+    pub store: SqlStore,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Harness {
@@ -35,26 +44,69 @@ impl Harness {
 
     /// As `start_with`, and lets the test register extra server tools.
     pub async fn start_full(edit: impl FnOnce(&mut Config), tools: impl FnOnce(&mut Registry) + Send + 'static) -> Harness {
+        Harness::start_on(Arc::new(TestDb::sqlite()), edit, tools).await
+    }
+
+    /// A gateway storing in `db` (several harnesses may share one: replicas, restarts).
+    pub async fn start_on(
+        db: Arc<TestDb>,
+        edit: impl FnOnce(&mut Config),
+        tools: impl FnOnce(&mut Registry) + Send + 'static,
+    ) -> Harness {
         let upstream = ScriptedUpstream::start().await.expect("upstream");
         let mut config = Config::default();
         config.upstream.url = Some(upstream.base_url());
         config.server.keepalive_interval_ms = 200;
+        config.store.backend = db.backend();
         edit(&mut config);
+        let store = db.open(&config.store).await.expect("open the test store");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let base = format!("http://{}", listener.local_addr().expect("addr"));
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(async move {
+        let mut state = AppState::with_store(&config, Arc::new(store.clone())).expect("state");
+        tools(Arc::make_mut(&mut state.registry));
+        let server = tokio::spawn(async move {
             let shutdown = async {
                 let _ = rx.await;
             };
-            let mut state = AppState::from_config(&config).expect("state");
-            tools(&mut state.registry);
             let app = responses_gateway::http::router(Arc::new(state), config.server.max_body_bytes);
             let _ = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
         });
         responses_gateway::install_crypto();
         let client = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().expect("client");
-        Harness { upstream, base, client, _shutdown: tx }
+        Harness { upstream, base, client, db, store, shutdown: Some(tx), server: Some(server) }
+    }
+
+    /// Stops the gateway (graceful shutdown) and closes its store: a restart starts a new
+    /// harness on the same `db`.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(server) = self.server.take() {
+            let _ = server.await;
+        }
+        self.store.close().await;
+    }
+
+    /// Any method on any path with an optional JSON body: status and JSON body.
+    pub async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut req = self.client.request(method, format!("{}{path}", self.base));
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.expect("send");
+        let status = resp.status().as_u16();
+        let text = resp.text().await.expect("body");
+        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    }
+
+    pub async fn delete(&self, path: &str) -> (u16, Value) {
+        self.call(reqwest::Method::DELETE, path, None).await
+    }
+
+    pub async fn post_to(&self, path: &str, body: Value) -> (u16, Value) {
+        self.call(reqwest::Method::POST, path, Some(body)).await
     }
 
     /// POST /v1/responses (non-streaming): status and JSON body.

@@ -1,0 +1,217 @@
+//! The Conversations API (contract §10): `POST /v1/conversations` (`{metadata?, items?}`,
+//! at most 20 items), `GET/POST(update metadata)/DELETE /v1/conversations/{id}`,
+//! `POST/GET /v1/conversations/{id}/items` and `GET/DELETE …/items/{item_id}`.
+//! Items are stored as item resources with ids; bad input → 400 naming the `param`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, State};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use protocol::input::InputItem;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::list;
+use super::AppState;
+use crate::error::HttpError;
+use crate::events::emitter::now_secs;
+use crate::events::ids::new_id;
+use crate::store::{items, Conversation, Lookup, NewConversation};
+
+/// Most items one create or add request may carry.
+pub const MAX_ITEMS: usize = 20;
+
+#[derive(Debug, Default, Deserialize)]
+struct Body {
+    #[serde(default)]
+    metadata: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    items: Option<Vec<Value>>,
+}
+
+fn parse_body(bytes: &[u8]) -> Result<Body, HttpError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Body::default());
+    }
+    let de = &mut serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize::<_, Body>(de).map_err(|e| {
+        let path = e.path().to_string();
+        let param = (!path.is_empty() && path != ".").then_some(path);
+        HttpError::bad_request(param, format!("Invalid request body: {}", e.into_inner())).with_code("invalid_type")
+    })
+}
+
+/// `{id, object:"conversation", created_at, metadata}`.
+fn render(c: &Conversation) -> Value {
+    json!({"id": c.id, "object": "conversation", "created_at": c.created_at, "metadata": c.metadata})
+}
+
+fn check_metadata(md: &BTreeMap<String, String>) -> Result<(), HttpError> {
+    if md.len() > 16 || md.iter().any(|(k, v)| k.chars().count() > 64 || v.chars().count() > 512) {
+        return Err(HttpError::bad_request(
+            Some("metadata".to_string()),
+            "Invalid 'metadata': at most 16 pairs, keys up to 64 and values up to 512 characters.",
+        )
+        .with_code("invalid_value"));
+    }
+    Ok(())
+}
+
+/// Validates items (at most 20, each a known input item shape, ids unique) and gives
+/// them their resource shape.
+fn check_items(given: Vec<Value>) -> Result<Vec<Value>, HttpError> {
+    if given.len() > MAX_ITEMS {
+        return Err(HttpError::bad_request(
+            Some("items".to_string()),
+            format!("Invalid 'items': at most {MAX_ITEMS} items per request, got {}.", given.len()),
+        )
+        .with_code("array_above_max_length"));
+    }
+    let mut out: Vec<Value> = Vec::with_capacity(given.len());
+    for (i, item) in given.into_iter().enumerate() {
+        if let Err(e) = InputItem::from_value(item.clone()) {
+            return Err(HttpError::bad_request(Some(format!("items[{i}]")), format!("Invalid item: {e}")).with_code("invalid_value"));
+        }
+        let resource = items::to_resource(item);
+        let id = resource.get("id").and_then(Value::as_str).unwrap_or_default();
+        if out.iter().any(|o| o.get("id").and_then(Value::as_str) == Some(id)) {
+            return Err(HttpError::bad_request(Some(format!("items[{i}].id")), format!("Duplicate item id '{id}'."))
+                .with_code("invalid_value"));
+        }
+        out.push(resource);
+    }
+    Ok(out)
+}
+
+fn conversation_not_found(id: &str) -> HttpError {
+    HttpError::not_found(None, format!("Conversation with id '{id}' not found."), "conversation_not_found")
+}
+
+fn item_not_found(item_id: &str) -> HttpError {
+    HttpError::not_found(None, format!("Item with id '{item_id}' not found."), "item_not_found")
+}
+
+fn answer<T>(r: Result<T, HttpError>, ok: impl FnOnce(T) -> Value) -> Response {
+    match r {
+        Ok(v) => Json(ok(v)).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `POST /v1/conversations`.
+pub async fn create(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
+    let r = async {
+        let body = parse_body(&body)?;
+        let metadata = body.metadata.unwrap_or_default();
+        check_metadata(&metadata)?;
+        let items = check_items(body.items.unwrap_or_default())?;
+        let created_at = i64::try_from(now_secs()).unwrap_or(i64::MAX);
+        let conversation = Conversation { id: new_id("conv"), created_at, metadata };
+        state.store.create_conversation(NewConversation { conversation: conversation.clone(), items }).await?;
+        Ok(conversation)
+    }
+    .await;
+    answer(r, |c| render(&c))
+}
+
+/// `GET /v1/conversations/{id}`.
+pub async fn get(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Response {
+    let r = async {
+        match state.store.conversation(&id).await? {
+            Some(c) => Ok(c),
+            None => Err(conversation_not_found(&id)),
+        }
+    }
+    .await;
+    answer(r, |c| render(&c))
+}
+
+/// `POST /v1/conversations/{id}` with `{metadata}`: replaces the metadata.
+pub async fn update(State(state): State<Arc<AppState>>, Path(id): Path<String>, body: Bytes) -> Response {
+    let r = async {
+        let Some(metadata) = parse_body(&body)?.metadata else {
+            return Err(HttpError::bad_request(Some("metadata".to_string()), "Missing required parameter: 'metadata'.")
+                .with_code("missing_required_parameter"));
+        };
+        check_metadata(&metadata)?;
+        match state.store.update_conversation(&id, metadata).await? {
+            Some(c) => Ok(c),
+            None => Err(conversation_not_found(&id)),
+        }
+    }
+    .await;
+    answer(r, |c| render(&c))
+}
+
+/// `DELETE /v1/conversations/{id}`: `{id, object:"conversation.deleted", deleted:true}`.
+pub async fn delete(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Response {
+    let r = async {
+        if state.store.delete_conversation(&id).await? {
+            Ok(id.clone())
+        } else {
+            Err(conversation_not_found(&id))
+        }
+    }
+    .await;
+    answer(r, |id| json!({"id": id, "object": "conversation.deleted", "deleted": true}))
+}
+
+/// `POST /v1/conversations/{id}/items` with `{items}` (at most 20): the added items as a list.
+pub async fn add_items(State(state): State<Arc<AppState>>, Path(id): Path<String>, body: Bytes) -> Response {
+    let r = async {
+        let Some(given) = parse_body(&body)?.items else {
+            return Err(HttpError::bad_request(Some("items".to_string()), "Missing required parameter: 'items'.")
+                .with_code("missing_required_parameter"));
+        };
+        let items = check_items(given)?;
+        if state.store.add_items(&id, items.clone()).await? {
+            Ok(items)
+        } else {
+            Err(conversation_not_found(&id))
+        }
+    }
+    .await;
+    answer(r, |data| list::render(crate::store::Page { data, has_more: false }))
+}
+
+/// `GET /v1/conversations/{id}/items` (`limit`, `order`, `after`).
+pub async fn list_items(State(state): State<Arc<AppState>>, Path(id): Path<String>, RawQuery(query): RawQuery) -> Response {
+    let r = async {
+        let q = list::parse_query(query.as_deref())?;
+        match state.store.list_items(&id, &q).await? {
+            Some(page) => Ok(page),
+            None => Err(conversation_not_found(&id)),
+        }
+    }
+    .await;
+    answer(r, list::render)
+}
+
+/// `GET /v1/conversations/{id}/items/{item_id}`.
+pub async fn get_item(State(state): State<Arc<AppState>>, Path((id, item_id)): Path<(String, String)>) -> Response {
+    let r = async {
+        match state.store.item(&id, &item_id).await? {
+            Lookup::Found(item) => Ok(item),
+            Lookup::NoConversation => Err(conversation_not_found(&id)),
+            Lookup::NoItem => Err(item_not_found(&item_id)),
+        }
+    }
+    .await;
+    answer(r, |v| v)
+}
+
+/// `DELETE /v1/conversations/{id}/items/{item_id}`: returns the conversation.
+pub async fn delete_item(State(state): State<Arc<AppState>>, Path((id, item_id)): Path<(String, String)>) -> Response {
+    let r = async {
+        match state.store.delete_item(&id, &item_id).await? {
+            Lookup::Found(c) => Ok(c),
+            Lookup::NoConversation => Err(conversation_not_found(&id)),
+            Lookup::NoItem => Err(item_not_found(&item_id)),
+        }
+    }
+    .await;
+    answer(r, |c| render(&c))
+}

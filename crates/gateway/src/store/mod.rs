@@ -1,0 +1,269 @@
+//! The store: stored responses (`previous_response_id`, `GET/DELETE /v1/responses/{id}`,
+//! `input_items`) and conversations (contract §1.1, §10), behind one [`Store`] trait.
+//!
+//! Two backends, chosen by `[store] backend`: embedded SQLite (default, a file in the data
+//! directory) and PostgreSQL (shared by several replicas). Both run the same versioned
+//! migrations at start and the same portable SQL through sqlx's `Any` driver
+//! ([`sql::SqlStore`]); only connecting differs. DESIGN.md "Scale-out".
+
+pub mod config;
+pub mod items;
+pub mod sql;
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+
+pub use config::{BackendKind, StoreConfig};
+
+use crate::turn::transcript::Transcript;
+
+/// Why a store operation failed. Messages never carry the database URL or row contents.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum StoreError {
+    /// The database cannot be reached (HTTP 503).
+    #[error("the store is unavailable: {0}")]
+    Unavailable(String),
+    /// A stored value does not parse (HTTP 500); names the row, never its content.
+    #[error("stored {what} {id} is corrupt")]
+    Corrupt { what: &'static str, id: String },
+    /// A stored value is larger than `store.max_row_chars` (HTTP 500).
+    #[error("stored {what} {id} is too large to load ({chars} characters)")]
+    TooLarge { what: &'static str, id: String, chars: i64 },
+    /// A pagination cursor (`after`) names no item of the list (HTTP 400).
+    #[error("no item with id '{0}' in this list")]
+    BadCursor(String),
+    /// The conversation lease was lost (expired and taken, or the conversation deleted)
+    /// before the turn could be committed.
+    #[error("the conversation lease was lost before the turn was committed")]
+    LeaseLost,
+    /// An item id that already exists in the conversation (HTTP 400).
+    #[error("an item with this id already exists in the conversation")]
+    Duplicate,
+    /// Anything else the database reported (HTTP 500).
+    #[error("store error: {0}")]
+    Other(String),
+}
+
+/// `order` of a list (contract §10): `asc` or `desc` (default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Order {
+    Asc,
+    #[default]
+    Desc,
+}
+
+/// A list request (contract §10): `limit` 1–100, `order`, `after` (an item id).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListQuery {
+    pub limit: usize,
+    pub order: Order,
+    pub after: Option<String>,
+}
+
+/// One page of a list: the items (JSON item resources) and whether more follow.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page {
+    pub data: Vec<Value>,
+    pub has_more: bool,
+}
+
+/// A conversation object's fields (contract §10): `{id, object:"conversation", created_at, metadata}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Conversation {
+    pub id: String,
+    /// Unix seconds.
+    pub created_at: i64,
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// A new conversation with its initial items (item resources, each with an `id`).
+#[derive(Debug, Clone)]
+pub struct NewConversation {
+    pub conversation: Conversation,
+    pub items: Vec<Value>,
+}
+
+/// Result of a lookup inside a conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Lookup<T> {
+    Found(T),
+    NoConversation,
+    NoItem,
+}
+
+/// Result of trying to take a conversation's lease.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseOutcome {
+    Acquired,
+    /// Another turn holds an unexpired lease (HTTP 409).
+    Busy,
+    NotFound,
+}
+
+/// What a conversation turn starts from: the stored transcript when it is current, else
+/// the items to rebuild it from.
+#[derive(Debug, Clone)]
+pub struct ConversationContext {
+    /// The item version this context was read at (compared again at commit).
+    pub version: i64,
+    /// What the model saw at the end of the last turn, when no item changed since.
+    pub transcript: Option<Transcript>,
+    /// All items in order, when `transcript` is `None`.
+    pub items: Vec<Value>,
+}
+
+/// Everything one finished turn writes, in one transaction.
+#[derive(Debug, Clone)]
+pub struct TurnRecord {
+    pub response_id: String,
+    /// Unix seconds.
+    pub created_at: i64,
+    /// `completed`, `incomplete` or `failed`.
+    pub status: String,
+    pub previous_response_id: Option<String>,
+    /// `Some` for `store: true`: the Response (progress stripped) and this request's input
+    /// items (item resources with ids).
+    pub stored: Option<(Value, Vec<Value>)>,
+    /// What the model saw at the end of the turn (instructions excluded).
+    pub transcript: Transcript,
+    pub conversation: Option<ConversationAppend>,
+}
+
+/// The conversation part of a turn: its input and output items, appended under the lease.
+#[derive(Debug, Clone)]
+pub struct ConversationAppend {
+    pub id: String,
+    pub lease_owner: String,
+    /// [`ConversationContext::version`] the turn started from.
+    pub version: i64,
+    pub items: Vec<Value>,
+}
+
+/// The operations the gateway needs from a store. Every method is one short statement or
+/// transaction; errors are [`StoreError`]s (never a panic on a row's content).
+pub trait Store: Send + Sync + Debug {
+    /// `sqlite` or `postgres`.
+    fn backend(&self) -> BackendKind;
+    /// Checks that the database answers (a store:true turn asks before it starts).
+    fn ping(&self) -> BoxFuture<'_, Result<(), StoreError>>;
+
+    /// The final transcript of stored response `id` (None: unknown or deleted).
+    fn transcript<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Transcript>, StoreError>>;
+    /// The stored Response object.
+    fn response<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Value>, StoreError>>;
+    /// Deletes a stored response; false when there was none.
+    fn delete_response<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
+    /// A page of the response's input items (None: unknown response).
+    fn input_items<'a>(&'a self, id: &'a str, q: &'a ListQuery) -> BoxFuture<'a, Result<Option<Page>, StoreError>>;
+    /// Writes a finished turn atomically: the response row (if stored) and the
+    /// conversation's new items, transcript and lease release (if any).
+    fn save_turn(&self, turn: TurnRecord) -> BoxFuture<'_, Result<(), StoreError>>;
+
+    /// Creates a conversation with its initial items.
+    fn create_conversation(&self, new: NewConversation) -> BoxFuture<'_, Result<(), StoreError>>;
+    /// The conversation object (None: unknown or deleted).
+    fn conversation<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Conversation>, StoreError>>;
+    /// Replaces the metadata; None when unknown.
+    fn update_conversation<'a>(
+        &'a self,
+        id: &'a str,
+        metadata: BTreeMap<String, String>,
+    ) -> BoxFuture<'a, Result<Option<Conversation>, StoreError>>;
+    /// Deletes the conversation and its items; false when unknown.
+    fn delete_conversation<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
+    /// Appends items (resources with ids); false when the conversation is unknown.
+    fn add_items<'a>(&'a self, id: &'a str, items: Vec<Value>) -> BoxFuture<'a, Result<bool, StoreError>>;
+    /// A page of the conversation's items (None: unknown conversation).
+    fn list_items<'a>(&'a self, id: &'a str, q: &'a ListQuery) -> BoxFuture<'a, Result<Option<Page>, StoreError>>;
+    /// One item of a conversation (its JSON item resource).
+    fn item<'a>(&'a self, id: &'a str, item_id: &'a str) -> BoxFuture<'a, Result<Lookup<Value>, StoreError>>;
+    /// Deletes one item; returns the conversation.
+    fn delete_item<'a>(&'a self, id: &'a str, item_id: &'a str) -> BoxFuture<'a, Result<Lookup<Conversation>, StoreError>>;
+
+    /// Takes the conversation's lease for `owner` until now + `ttl_ms`.
+    fn lease<'a>(&'a self, id: &'a str, owner: &'a str, ttl_ms: u64) -> BoxFuture<'a, Result<LeaseOutcome, StoreError>>;
+    /// Extends a held lease; false when it is no longer held by `owner`.
+    fn renew_lease<'a>(&'a self, id: &'a str, owner: &'a str, ttl_ms: u64) -> BoxFuture<'a, Result<bool, StoreError>>;
+    /// Releases the lease if `owner` holds it.
+    fn release_lease<'a>(&'a self, id: &'a str, owner: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// What a turn on the conversation starts from (None: unknown conversation).
+    fn conversation_context<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<ConversationContext>, StoreError>>;
+}
+
+/// Opens the configured store: connects (within `acquire_timeout_ms`), runs the migrations.
+/// Errors name the backend and the reason (never the URL).
+pub async fn open(config: &StoreConfig, data_dir: &std::path::Path) -> anyhow::Result<Arc<dyn Store>> {
+    let store = sql::SqlStore::open(config, data_dir).await?;
+    Ok(Arc::new(store))
+}
+
+/// Unix time in milliseconds.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+impl From<StoreError> for crate::error::HttpError {
+    /// `Unavailable` → 503 `store_unavailable`; `BadCursor` → 400 (`param: "after"`);
+    /// `Duplicate` → 400 (`param: "items"`); `LeaseLost` → 409 `conversation_locked`;
+    /// corrupt, oversized and other failures → 500 `store_error` naming at most the row id.
+    /// The detail goes to the log, never a row's content or the database URL.
+    fn from(e: StoreError) -> Self {
+        use axum::http::StatusCode;
+        use protocol::ApiError;
+        let server = |status: StatusCode, code: &str, message: String| crate::error::HttpError {
+            status,
+            error: ApiError { message, kind: "server_error".into(), param: None, code: Some(code.into()) },
+        };
+        match e {
+            StoreError::Unavailable(detail) => {
+                tracing::warn!(%detail, "store unavailable");
+                server(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "store_unavailable",
+                    "The response store is unavailable right now; please retry later.".into(),
+                )
+            }
+            StoreError::BadCursor(id) => crate::error::HttpError::bad_request(
+                Some("after".to_string()),
+                format!("Invalid 'after': no item with id '{id}' in this list."),
+            )
+            .with_code("invalid_value"),
+            StoreError::Duplicate => crate::error::HttpError::bad_request(
+                Some("items".to_string()),
+                "An item with this id already exists in the conversation.",
+            )
+            .with_code("invalid_value"),
+            StoreError::LeaseLost => crate::error::HttpError {
+                status: StatusCode::CONFLICT,
+                error: ApiError::invalid(
+                    Some("conversation".to_string()),
+                    "Another response is in progress on this conversation; retry when it has finished.",
+                )
+                .with_code("conversation_locked"),
+            },
+            e @ (StoreError::Corrupt { .. } | StoreError::TooLarge { .. }) => {
+                tracing::error!(error = %e, "stored row cannot be loaded");
+                server(StatusCode::INTERNAL_SERVER_ERROR, "store_error", format!("{}.", capitalize(&e.to_string())))
+            }
+            StoreError::Other(detail) => {
+                tracing::error!(%detail, "store error");
+                server(StatusCode::INTERNAL_SERVER_ERROR, "store_error", "The response store failed.".into())
+            }
+        }
+    }
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}

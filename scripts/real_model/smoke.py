@@ -14,8 +14,22 @@ by llama.cpp, see scripts/real-model.sh):
       "error: ..." listing the allowed names) and a final message, all in one response;
       the whole transcript is printed. The 135M model may write odd inputs: which input
       it wrote is reported, not asserted.
+  (e) the gateway-owned web_search, only {"type":"web_search"} declared and forced with
+      tool_choice {"type":"web_search"}, max_output_tokens 300, two phrasings ("Search the
+      web for: Tour de France 2025 winner", "Search the web: who won the 2025 Tour de
+      France?") against the local SearXNG-shaped fixture (searxng_fixture.py, started by
+      scripts/real-model.sh and configured as the gateway's http backend). Each streamed as
+      raw SSE and again non-streaming; prints the query the model wrote (and what the fixture
+      received), each web_search_call, the answer and its url_citation annotations with
+      their text spans. Asserted: the web_search_call lifecycle and final item; the turn ends
+      completed with a message, or incomplete (max_output_tokens) when the model used up the
+      budget (a run-on call is then never executed); every annotation's span contains its URL
+      and the URL is a source of this turn; the fixture received exactly the items' queries;
+      every event/response validates with tests/python/validate.py (SDK models strictly, Open
+      Responses, stream invariants); at least one search ran. The query's quality and the
+      answer's content are reported, not asserted.
 
-Usage: smoke.py [--base-url URL] [--model smollm2]
+Usage: smoke.py [--base-url URL] [--model smollm2] [--search-url URL]
 The base URL defaults to $GATEWAY_BASE_URL, then $OPENAI_BASE_URL, then
 http://127.0.0.1:8080/v1.  Exits non-zero when any step fails.
 """
@@ -26,6 +40,9 @@ import os
 import sys
 import time
 import traceback
+import urllib.error
+import urllib.request
+from pathlib import Path
 
 QUESTION = "What is the capital of France? Answer in one sentence."
 WEATHER_PROMPT = "What's the weather in Paris? Use the tool."
@@ -40,6 +57,17 @@ WEATHER_TOOL = {
     },
 }
 TOOL_RESULT = '{"temperature_c": 18, "conditions": "sunny"}'
+# Two phrasings. With the first, the 135M model writes a clean query ("Tour de France
+# 2025"); with the second it often runs on inside the query string until the token budget
+# (a truncated call the gateway must not execute). Either outcome is checked for validity.
+SEARCH_QUESTIONS = [
+    "Search the web for: Tour de France 2025 winner",
+    "Search the web: who won the 2025 Tour de France?",
+]
+# The model repeats itself until the budget runs out; this bounds each request.
+SEARCH_MAX_OUTPUT_TOKENS = 300
+WEB_SEARCH_TOOL = {"type": "web_search"}
+ROOT = Path(__file__).resolve().parents[2]
 VERSION_QUESTION = "What is the installed version of axum?"
 PACKAGE_VERSION_TOOL = {"type": "custom", "name": "package_version"}
 
@@ -205,12 +233,224 @@ def step_package_version(client, model: str) -> None:
     check(resp.output.index(last) > max(resp.output.index(c) for c in calls), "no message after the tool call")
 
 
+def load_validate():
+    """tests/python/validate.py (needs openai + openresponses-types, both in the venv)."""
+    sys.path.insert(0, str(ROOT / "tests" / "python"))
+    import validate  # noqa: E402
+
+    return validate
+
+
+def post_raw(base_url: str, body: dict, timeout: float) -> tuple[int, str]:
+    """POST /responses with urllib (no SDK in between); the whole body as text."""
+    req = urllib.request.Request(
+        base_url.rstrip("/") + "/responses", data=json.dumps(body).encode(), method="POST",
+        headers={"content-type": "application/json", "authorization": "Bearer sk-local-smoke"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.read().decode("utf-8")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode("utf-8", "replace")
+
+
+def squeeze(types: list) -> str:
+    """Event types with consecutive repeats collapsed: `a, b x12, c`."""
+    out: list = []
+    for t in types:
+        if out and out[-1][0] == t:
+            out[-1][1] += 1
+        else:
+            out.append([t, 1])
+    return ", ".join(t if n == 1 else f"{t} x{n}" for t, n in out)
+
+
+def search_transcript(output: list, problems: list, where: str) -> None:
+    """Print each item of a response's output; check the web_search items and citations."""
+    sources: set = set()
+    for i, item in enumerate(output):
+        t = item.get("type")
+        if t == "web_search_call":
+            action = item.get("action") or {}
+            show(f"[{i}] {t}", f"id={item.get('id')} status={item.get('status')}")
+            show("    query", repr(action.get("query")))
+            show("    action", action)
+            for src in action.get("sources") or []:
+                sources.add(src.get("url"))
+        elif t == "message":
+            text = "".join(c.get("text", "") for c in item.get("content") or [] if c.get("type") == "output_text")
+            anns = [a for c in item.get("content") or [] if c.get("type") == "output_text" for a in c.get("annotations") or []]
+            show(f"[{i}] message", f"id={item.get('id')} phase={item.get('phase')} status={item.get('status')}")
+            show("    text", repr(text))
+            show("    annotations", f"{len(anns)}")
+            for a in anns:
+                span = text[a["start_index"]:a["end_index"]] if a.get("type") == "url_citation" else None
+                show("     -", f"{a.get('type')} [{a.get('start_index')}:{a.get('end_index')}] url={a.get('url')!r} "
+                               f"title={a.get('title')!r} span={span!r}")
+                if a.get("type") != "url_citation":
+                    problems.append(f"{where}: annotation of type {a.get('type')!r}")
+                    continue
+                if not (0 <= a["start_index"] < a["end_index"] <= len(text)):
+                    problems.append(f"{where}: annotation offsets out of range: {a}")
+                elif a["url"] not in span:
+                    problems.append(f"{where}: text[{a['start_index']}:{a['end_index']}]={span!r} lacks {a['url']!r}")
+                if a.get("url") not in sources:
+                    problems.append(f"{where}: cited URL {a.get('url')!r} is not a source of this turn {sorted(sources)}")
+        else:
+            show(f"[{i}] {t}", json.dumps(item, ensure_ascii=False)[:300])
+
+
+def check_search_stream(events: list, problems: list, where: str) -> list:
+    """The web_search_call lifecycle: added without action (in_progress), in_progress ->
+    searching -> completed (only on success) -> done with action {type: search, query,
+    queries}. Returns the queries of the search items."""
+    added = [e for e in events if e.get("type") == "response.output_item.added" and e["item"].get("type") == "web_search_call"]
+    queries = []
+    for a in added:
+        oi, item = a["output_index"], a["item"]
+        if set(item) != {"id", "type", "status"} or item.get("status") != "in_progress":
+            problems.append(f"{where}: web_search_call added as {item} (want id, type, status in_progress; no action)")
+        mine = [e.get("type") for e in events if e.get("output_index") == oi]
+        done = [e["item"] for e in events if e.get("type") == "response.output_item.done" and e.get("output_index") == oi]
+        status = done[0].get("status") if done else None
+        want = ["response.output_item.added", "response.web_search_call.in_progress", "response.web_search_call.searching"]
+        want += ["response.web_search_call.completed"] if status == "completed" else []
+        want += ["response.output_item.done"]
+        show(f"search item {oi}", " -> ".join(t.removeprefix("response.") for t in mine))
+        if mine != want:
+            problems.append(f"{where}: web_search_call at output_index {oi} events {mine}, want {want}")
+        if status not in ("completed", "failed"):
+            problems.append(f"{where}: web_search_call status {status!r}")
+        action = (done[0].get("action") if done else None) or {}
+        if action.get("type") != "search" or not isinstance(action.get("query"), str) \
+                or action.get("queries") != [action.get("query")]:
+            problems.append(f"{where}: web_search_call action {action}")
+        queries.append(action.get("query"))
+    return queries
+
+
+def fixture_queries(search_url: str) -> list:
+    if not search_url:
+        return []
+    with urllib.request.urlopen(search_url.rsplit("/", 1)[0] + "/_queries", timeout=5) as r:
+        return [q["q"] for q in json.loads(r.read().decode())]
+
+
+def check_turn_end(resp: dict, output: list, searched: bool, problems: list, where: str) -> None:
+    """The turn ends in one of two ways the gateway may legitimately report for this model:
+    completed with the answer, or incomplete (max_output_tokens) when the model's answer (or
+    its run-on call) used up the budget. A run-on call must not have been executed."""
+    status, details = resp.get("status"), resp.get("incomplete_details")
+    if status == "completed":
+        if not output or output[-1].get("type") != "message" or output[-1].get("phase") == "commentary":
+            problems.append(f"{where}: completed, but the turn does not end in the assistant's answer")
+    elif status == "incomplete" and details == {"reason": "max_output_tokens"}:
+        note = "the answer was cut at max_output_tokens" if searched else \
+            "the model's web_search call ran on until max_output_tokens: never executed"
+        show("note", note)
+    else:
+        problems.append(f"{where}: status {status!r} incomplete_details {details} error {resp.get('error')}")
+
+
+def search_request(V, client, model: str, base_url: str, search_url: str, timeout: float, question: str,
+                   problems: list) -> bool:
+    """One question, streamed (raw SSE) and non-streaming; returns whether a search ran."""
+    request = {"model": model, "input": question, "tools": [WEB_SEARCH_TOOL],
+               "tool_choice": {"type": "web_search"}, "include": ["web_search_call.action.sources"],
+               "temperature": 0, "max_output_tokens": SEARCH_MAX_OUTPUT_TOKENS, "store": False}
+    show("question", question)
+    show("request", {k: v for k, v in request.items() if k != "input"})
+    searched = False
+
+    print("    -- streamed (raw SSE)", flush=True)
+    before = fixture_queries(search_url)
+    t0 = time.monotonic()
+    status, text = post_raw(base_url, {**request, "stream": True}, timeout)
+    check(status == 200, f"streaming request: HTTP {status}: {text[:2000]}")
+    parsed = V.parse_sse(text)
+    events, framing = V.sse_json_events(parsed)
+    problems += [f"stream framing: {p}" for p in framing]
+    show("took", f"{time.monotonic() - t0:.1f}s, {len(parsed.comments)} keep-alive comment(s)")
+    show("events", squeeze([e.get("type") for e in events]))
+    for e in events:
+        if e.get("type") == "response.output_item.added" and e["item"].get("type") == "web_search_call":
+            show("added item", e["item"])
+    written = check_search_stream(events, problems, "stream")
+    terminal = events[-1] if events else {}
+    resp = terminal.get("response") or {}
+    show("terminal", f"{terminal.get('type')} status={resp.get('status')} incomplete_details={resp.get('incomplete_details')}")
+    output = resp.get("output") or []
+    search_transcript(output, problems, "stream")
+    for e in events:
+        if e.get("type") == "response.output_text.annotation.added":
+            show("annotation evt", f"output_index={e.get('output_index')} annotation_index={e.get('annotation_index')} "
+                                   f"url={e['annotation'].get('url')!r}")
+    check_turn_end(resp, output, bool(written), problems, "stream")
+    got = fixture_queries(search_url)[len(before):]
+    show("fixture got", got)
+    if search_url and got != written:
+        problems.append(f"stream: the fixture received {got}, the web_search_call items say {written}")
+    searched |= bool(written)
+    try:
+        V.validate_stream(events)
+        show("validation", "stream: SDK (strict) + Open Responses + invariants OK")
+    except V.ValidationFailure as e:
+        problems.append(f"stream validation: {str(e)[:1500]}")
+
+    print("    -- non-streaming (SDK responses.create, raw body validated)", flush=True)
+    before = fixture_queries(search_url)
+    t0 = time.monotonic()
+    raw = client.responses.with_raw_response.create(**request)
+    body = raw.http_response.json()
+    sdk = raw.parse()
+    show("took", f"{time.monotonic() - t0:.1f}s")
+    show("status", f"{body.get('status')} incomplete_details={body.get('incomplete_details')}")
+    show("output types", [f"{o.type} ({type(o).__name__})" for o in sdk.output])
+    output = body.get("output") or []
+    search_transcript(output, problems, "create")
+    check_turn_end(body, output, any(o.get("type") == "web_search_call" for o in output), problems, "create")
+    from openai.types.responses import ResponseFunctionWebSearch
+
+    written = [(o.get("action") or {}).get("query") for o in output if o.get("type") == "web_search_call"]
+    if [o for o in sdk.output if o.type == "web_search_call" and not isinstance(o, ResponseFunctionWebSearch)]:
+        problems.append("create: a web_search_call not typed as ResponseFunctionWebSearch")
+    got = fixture_queries(search_url)[len(before):]
+    show("fixture got", got)
+    if search_url and got != written:
+        problems.append(f"create: the fixture received {got}, the web_search_call items say {written}")
+    searched |= bool(written)
+    if sdk.usage is not None:
+        show("usage", f"input={sdk.usage.input_tokens} output={sdk.usage.output_tokens} "
+                      f"total={sdk.usage.total_tokens} (all rounds)")
+    try:
+        V.validate_response(body)
+        show("validation", "create: SDK (strict) + Open Responses OK")
+    except V.ValidationFailure as e:
+        problems.append(f"create validation: {str(e)[:1500]}")
+    return searched
+
+
+def step_web_search(client, model: str, base_url: str, search_url: str, timeout: float) -> None:
+    V = load_validate()
+    problems: list = []
+    if search_url:
+        show("search backend", search_url)
+    searched = False
+    for n, question in enumerate(SEARCH_QUESTIONS, 1):
+        print(f"    == e.{n}", flush=True)
+        searched |= search_request(V, client, model, base_url, search_url, timeout, question, problems)
+    if not searched:
+        problems.append("the model never completed a web_search call in step (e), so no search ran")
+    check(not problems, "\n      - " + "\n      - ".join(problems))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base-url", default=os.environ.get("GATEWAY_BASE_URL")
                     or os.environ.get("OPENAI_BASE_URL") or "http://127.0.0.1:8080/v1")
     ap.add_argument("--model", default=os.environ.get("SMOKE_MODEL", "smollm2"))
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
+    ap.add_argument("--search-url", default=os.environ.get("SEARCH_URL", ""),
+                    help="the gateway's web_search backend (the fixture), to report what it received")
     args = ap.parse_args()
 
     import openai
@@ -228,6 +468,8 @@ def main() -> int:
         ("b", "responses.stream, plain question", step_stream),
         ("c", "function tool round trip (store=False)", step_tool_round_trip),
         ("d", "server-owned custom tool package_version, forced by tool_choice", step_package_version),
+        ("e", "gateway-owned web_search (SearXNG fixture), forced by tool_choice",
+         lambda c, m: step_web_search(c, m, args.base_url, args.search_url, args.timeout)),
     ]
     passed = failed = 0
     for key, title, fn in steps:

@@ -1,4 +1,5 @@
-"""Session fixtures: the scripted upstream, the gateway, an OpenAI client.
+"""Session fixtures: the scripted upstream, the SearXNG-shaped search fixture, the gateway
+(its web_search backend pointed at that fixture), an OpenAI client.
 
 Binaries: $UPSTREAM_BIN / $GATEWAY_BIN, else target/debug/{scripted-upstream,responses-gateway}
 (tests/python/run.sh builds them). Tests that need no server (test_validate_offline.py)
@@ -16,6 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 import harness  # noqa: E402
+import search_fixture  # noqa: E402
 
 _SERVERS: dict[str, harness.Proc] = {}
 _LOG_MARKS: dict[str, dict[str, int]] = {}
@@ -40,12 +42,29 @@ def upstream_server(server_logs: Path):
 
 
 @pytest.fixture(scope="session")
-def gateway(upstream_server: harness.Upstream, server_logs: Path):
+def search_server():
+    """The SearXNG-shaped fixture (search_fixture.py) the gateway's web_search backend points at."""
+    srv = search_fixture.SearchFixture()
+    yield srv
+    srv.close()
+
+
+@pytest.fixture
+def searx(search_server: search_fixture.SearchFixture) -> search_fixture.SearchFixture:
+    """The search fixture, reset (mode "ok", no recorded queries) before the test."""
+    search_server.reset()
+    return search_server
+
+
+@pytest.fixture(scope="session")
+def gateway(upstream_server: harness.Upstream, search_server: search_fixture.SearchFixture, server_logs: Path):
     try:
         bin_path = harness.binary("GATEWAY_BIN", "responses-gateway")
     except FileNotFoundError as e:
         pytest.fail(str(e), pytrace=False)
-    gw = harness.start_gateway(bin_path, upstream_server.base_url, server_logs)
+    # web_search runs on the http backend against the local SearXNG fixture (tests that
+    # declare no web_search are unaffected).
+    gw = harness.start_gateway(bin_path, upstream_server.base_url, server_logs, extra_env=search_server.gateway_env())
     _SERVERS["responses-gateway"] = gw.proc
     yield gw
     gw.close()

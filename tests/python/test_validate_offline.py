@@ -11,7 +11,9 @@ import json
 from pathlib import Path
 
 import openai
+import pydantic
 import pytest
+from openai.types.responses import ResponseFunctionWebSearch
 
 import validate as V
 
@@ -151,11 +153,32 @@ def failed_stream():
     return s.events
 
 
+def web_search_stream():
+    """A web_search_call as the contract (§8.5) streams it: added WITHOUT `action`, the three
+    lifecycle events, done with the action."""
+    s = Seq()
+    tools = [{"type": "web_search", "search_context_size": "medium", "filters": None,
+              "user_location": {"type": "approximate", "city": None, "country": "US", "region": None, "timezone": None}}]
+    s.add("response.created", response=response_obj(tools=tools))
+    s.add("response.in_progress", response=response_obj(tools=tools))
+    s.add("response.output_item.added", output_index=0,
+          item={"id": "ws_1", "type": "web_search_call", "status": "in_progress"})
+    s.add("response.web_search_call.in_progress", item_id="ws_1", output_index=0)
+    s.add("response.web_search_call.searching", item_id="ws_1", output_index=0)
+    s.add("response.web_search_call.completed", item_id="ws_1", output_index=0)
+    action = {"type": "search", "query": "axum", "queries": ["axum"], "sources": [{"type": "url", "url": "https://docs.rs/axum"}]}
+    item = {"id": "ws_1", "type": "web_search_call", "status": "completed", "action": action}
+    s.add("response.output_item.done", output_index=0, item=item)
+    s.add("response.completed", response=response_obj("completed", [item], USAGE, completed_at=1757513680, tools=tools))
+    return s.events
+
+
 GOOD_STREAMS = {
     "text": text_stream,
     "function_call": function_stream,
     "custom_tool_call": custom_stream,
     "failed": failed_stream,
+    "web_search_call": web_search_stream,
 }
 
 
@@ -266,6 +289,14 @@ SCHEMA_MUTATIONS = {
     "output_text without annotations": (text_stream, -3, lambda e: e["part"].pop("annotations"), "sdk"),
     "message role user": (text_stream, 2, lambda e: e["item"].update(role="user"), "sdk"),
     "created_at fractional": (text_stream, 0, lambda e: e["response"].update(created_at=1757513676.5), "or"),
+    # The added-without-action exception (validate.py) is exactly that case, nothing more:
+    "web_search_call done without action": (web_search_stream, -2, lambda e: e["item"].pop("action"), "sdk"),
+    "web_search_call in response.output without action": (web_search_stream, -1, lambda e: e["response"]["output"][0].pop("action"), "sdk"),
+    "web_search_call added without action, status searching": (web_search_stream, 2, lambda e: e["item"].update(status="searching"), "sdk"),
+    "web_search_call added with a malformed action": (web_search_stream, 2, lambda e: e["item"].update(action={"type": "browse"}), "sdk"),
+    "web_search_call added with action null": (web_search_stream, 2, lambda e: e["item"].update(action=None), "sdk"),
+    "web_search_call added without id": (web_search_stream, 2, lambda e: e["item"].pop("id"), "sdk"),
+    "web_search_call added with an unknown status": (web_search_stream, 2, lambda e: e["item"].update(status="running"), "sdk"),
 }
 
 
@@ -357,10 +388,11 @@ def test_contract_example_against_both_schemas():
     """What the two schemas say about the contract's example once the echo is filled in.
 
     Pinned so that a change of either schema package (or of the example) is noticed:
-    * SDK: `output_item.added` of a web_search_call fails — the SDK model
-      (ResponseFunctionWebSearch) requires `action`, while the example (copied from a
-      live capture) adds the item without it; and `response.completed` fails because
-      SDK 3.x requires usage.input_tokens_details.cache_write_tokens.
+    * SDK: `response.completed` fails because SDK 3.x requires
+      usage.input_tokens_details.cache_write_tokens. `output_item.added` of the
+      web_search_call has no `action`, which the SDK model (ResponseFunctionWebSearch)
+      requires; the example (copied from a live capture) and issue 4 add the item without
+      it, so validate.py accepts exactly that case (and the SDK model alone still rejects it).
     * Open Responses: the Response objects lack fields it requires to be present
       (presence_penalty, frequency_penalty, top_logprobs, reasoning,
       safety_identifier, prompt_cache_key; completed_at on created/in_progress).
@@ -378,19 +410,27 @@ def test_contract_example_against_both_schemas():
             V.validate_or_event(e)
         except V.ValidationFailure as err:
             or_failures[i] = str(err)
-    assert sorted(sdk_failures) == [2, 15], sdk_failures
-    assert "action" in sdk_failures[2] and "Field required" in sdk_failures[2]
+    # Event 2 (output_item.added of the web_search_call, without `action`) passes only through
+    # validate.py's one documented exception: the SDK model itself still rejects it.
+    assert sorted(sdk_failures) == [15], sdk_failures
     assert "usage.input_tokens_details.cache_write_tokens\n  Field required" in sdk_failures[15]
+    added_item = events[2]["item"]
+    assert "action" not in added_item and added_item["status"] == "in_progress"
+    with pytest.raises(pydantic.ValidationError, match="action"):
+        ResponseFunctionWebSearch.model_validate(added_item)
+    with pytest.raises(V.ValidationFailure, match="action"):
+        V.validate_sdk_item(added_item)
     assert sorted(or_failures) == [0, 1, 15], or_failures
     for i in (0, 1, 15):
         for f in ("presence_penalty", "frequency_penalty", "top_logprobs", "reasoning", "safety_identifier", "prompt_cache_key"):
             assert f"\n{f}\n" in or_failures[i], (i, f)
-    # With the action on the added item and the fields Open Responses requires, everything passes.
-    events[2]["item"]["action"] = {"type": "search", "query": "Berlin art week 2025"}
+    # With the fields Open Responses requires, everything passes (also with the action on the added item).
     events[15]["response"]["usage"]["input_tokens_details"]["cache_write_tokens"] = 0
     for e in events:
         if "response" in e:
             e["response"].update(presence_penalty=0.0, frequency_penalty=0.0, top_logprobs=0, reasoning=None,
                                  safety_identifier=None, prompt_cache_key=None)
             e["response"].setdefault("completed_at", None)
+    V.validate_stream(events)
+    events[2]["item"]["action"] = {"type": "search", "query": "Berlin art week 2025"}
     V.validate_stream(events)

@@ -160,6 +160,35 @@ def validate_sdk_response(obj: Any, strict: bool = True) -> Response:
     return typing.cast(Response, parsed)
 
 
+# The one deliberate departure from the SDK models. The SDK's ResponseFunctionWebSearch
+# requires `action`, but OpenAI itself (the contract's §8.5 capture) and issue 4 add a
+# `web_search_call` WITHOUT `action`: `response.output_item.added` carries
+# `{id, type: "web_search_call", status: "in_progress"}`, and the action (query, queries and,
+# when included, the sources) arrives with `output_item.done`. So exactly that case is accepted: the item of an
+# `output_item.added` event, of type web_search_call, status in_progress, with no `action`
+# key at all. It is validated with a neutral placeholder action (`{"type":"search","query":""}`:
+# openai 3.x makes every field but `type` optional, 2.8.0 also requires `query`), so every
+# other field is still checked strictly. A
+# web_search_call anywhere else (output_item.done, response.output, a standalone item) and an
+# added item with a present-but-wrong `action` still need a valid `action`.
+_WEB_SEARCH_PLACEHOLDER_ACTION = {"type": "search", "query": ""}
+
+
+def _is_web_search_added_without_action(obj: dict[str, Any]) -> bool:
+    item = obj.get("item")
+    return (
+        obj.get("type") == "response.output_item.added"
+        and isinstance(item, dict)
+        and item.get("type") == "web_search_call"
+        and item.get("status") == "in_progress"
+        and "action" not in item
+    )
+
+
+def _with_placeholder_action(obj: dict[str, Any]) -> dict[str, Any]:
+    return {**obj, "item": {**obj["item"], "action": dict(_WEB_SEARCH_PLACEHOLDER_ACTION)}}
+
+
 def validate_sdk_event(obj: Any, strict: bool = True) -> pydantic.BaseModel:
     """Validate one stream event against the SDK ``ResponseStreamEvent`` union.
 
@@ -170,6 +199,8 @@ def validate_sdk_event(obj: Any, strict: bool = True) -> pydantic.BaseModel:
     t = obj.get("type")
     if t not in SDK_EVENT_CLASSES:
         _fail("event type unknown to the SDK ResponseStreamEvent union", obj, f"type={t!r}")
+    if _is_web_search_added_without_action(obj):
+        obj = _with_placeholder_action(obj)
     # Nested objects first: their errors are precise (the event models embed big unions).
     if isinstance(obj.get("response"), dict):
         try:

@@ -23,6 +23,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 mod report;
+mod search_fixture;
 
 #[derive(Parser, Debug)]
 #[command(name = "loadgen", version, about = "Benchmark load generator for responses-gateway")]
@@ -45,6 +46,12 @@ enum Command {
     },
     /// Combine the scenario results of one bench run into a table and a JSON file.
     Report(report::ReportArgs),
+    /// Serve a SearXNG-shaped search backend that answers at once (web_search scenarios).
+    SearchFixture {
+        /// Address to listen on (port 0: any free port; the URL is printed).
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: String,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -151,6 +158,10 @@ fn main() -> anyhow::Result<()> {
             rt.block_on(wait(&url, timeout_s))
         }
         Command::Report(args) => report::report(args),
+        Command::SearchFixture { listen } => {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            rt.block_on(search_fixture::serve(&listen))
+        }
     }
 }
 

@@ -13,6 +13,7 @@ pub mod upstream;
 
 use std::sync::Arc;
 
+use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 
 pub use config::Config;
@@ -35,6 +36,13 @@ pub async fn serve_on(
     let addr = listener.local_addr()?;
     tracing::info!(%addr, data_dir = %config.data_dir().display(), store = ?config.store.backend, "listening on http://{addr}");
     let app = http::router(state, config.server.max_body_bytes);
+    // Small SSE writes must leave at once: without TCP_NODELAY, Nagle and delayed ACKs
+    // hold the last chunks of a stream for ~40 ms.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!("set_nodelay: {e}");
+        }
+    });
     axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
     Ok(())
 }

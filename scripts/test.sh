@@ -41,6 +41,7 @@ RESPONSES_GATEWAY_STORE__BACKEND=postgres RESPONSES_GATEWAY_STORE__URL_ENV=RG_PY
 
 if [ "$real_model" = 1 ]; then
   echo "== real model (SmolLM2-135M via llama.cpp) =="
-  bash scripts/real-model.sh
+  # The debug binary built above is enough for a smoke test and saves a release build.
+  GATEWAY_BIN="${GATEWAY_BIN:-$PWD/target/debug/responses-gateway}" bash scripts/real-model.sh
 fi
 echo "== all tests passed =="

@@ -84,7 +84,7 @@ fn recorded() -> Vec<&'static str> {
 fn collect(chunks: Vec<Vec<u8>>) -> Vec<Result<UpstreamEvent, String>> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("rt");
     rt.block_on(async move {
-        let stream = futures_util::stream::iter(chunks.into_iter().map(Ok::<_, std::io::Error>));
+        let stream = futures_util::stream::iter(chunks.into_iter().map(|c| Ok::<_, std::io::Error>(bytes::Bytes::from(c))));
         let mut rs = RoundStream::new(stream, Duration::from_secs(5));
         let mut out = Vec::new();
         while let Some(ev) = rs.next().await {

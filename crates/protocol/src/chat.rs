@@ -1,5 +1,7 @@
 //! Chat Completions wire types for a function-only upstream (contract §11).
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -31,12 +33,13 @@ pub struct ChatFunctionCall {
     pub arguments: String,
 }
 
-/// A streamed `chat.completion.chunk` (contract §11). Borrowing is avoided on purpose:
-/// deltas become owned event payloads anyway.
+/// A streamed `chat.completion.chunk` (contract §11), decoded without copying: strings
+/// borrow from the chunk text unless they contain escapes. Unknown fields (`timings`,
+/// `logprobs`, …) are skipped.
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct ChatChunk {
-    #[serde(default)]
-    pub choices: Vec<ChunkChoice>,
+pub struct ChatChunk<'a> {
+    #[serde(default, borrow)]
+    pub choices: Vec<ChunkChoice<'a>>,
     #[serde(default)]
     pub usage: Option<ChatUsage>,
     #[serde(default)]
@@ -45,46 +48,44 @@ pub struct ChatChunk {
 
 /// One choice of a chunk.
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct ChunkChoice {
+pub struct ChunkChoice<'a> {
     #[serde(default)]
     pub index: u32,
-    #[serde(default)]
-    pub delta: ChunkDelta,
-    #[serde(default)]
-    pub finish_reason: Option<String>,
+    #[serde(default, borrow)]
+    pub delta: ChunkDelta<'a>,
+    #[serde(default, borrow)]
+    pub finish_reason: Option<Cow<'a, str>>,
 }
 
 /// `delta` of a chunk.
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct ChunkDelta {
-    #[serde(default)]
-    pub content: Option<String>,
-    #[serde(default)]
-    pub refusal: Option<String>,
-    #[serde(default)]
-    pub reasoning_content: Option<String>,
-    #[serde(default)]
-    pub tool_calls: Option<Vec<ToolCallChunk>>,
+pub struct ChunkDelta<'a> {
+    #[serde(default, borrow)]
+    pub content: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub refusal: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub tool_calls: Option<Vec<ToolCallChunk<'a>>>,
 }
 
 /// A tool-call fragment: `index` correlates fragments (contract §11 `ToolCallChunk`).
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct ToolCallChunk {
+pub struct ToolCallChunk<'a> {
     #[serde(default)]
     pub index: usize,
-    #[serde(default)]
-    pub id: Option<String>,
-    #[serde(default)]
-    pub function: Option<FunctionChunk>,
+    #[serde(default, borrow)]
+    pub id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub function: Option<FunctionChunk<'a>>,
 }
 
 /// `function` of a tool-call fragment.
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct FunctionChunk {
-    #[serde(default)]
-    pub name: Option<String>,
-    #[serde(default)]
-    pub arguments: Option<String>,
+pub struct FunctionChunk<'a> {
+    #[serde(default, borrow)]
+    pub name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub arguments: Option<Cow<'a, str>>,
 }
 
 /// Chat usage (contract §11 "Usage fields").

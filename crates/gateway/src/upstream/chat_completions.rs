@@ -1,13 +1,19 @@
 //! The Chat Completions adapter (contract §11): transcript → `POST {base}/chat/completions`
 //! with `stream: true`, and the SSE answer → [`UpstreamEvent`]s. SSE framing is parsed by
-//! the `eventsource-stream` crate.
+//! the `sse-stream` crate.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::time::Duration;
 
-use eventsource_stream::{Event, EventStreamError, Eventsource};
-use futures_util::{Stream, StreamExt};
+use std::borrow::Cow;
+use std::future::Future;
+use std::task::Poll;
+
+use bytes::Bytes;
+use futures_util::Stream;
+use sse_stream::{Sse, SseByteStream};
+use tokio::time::{Instant, Sleep};
 use protocol::chat::{ChatChunk, ChatUsage};
 use protocol::response::{InputTokensDetails, OutputTokensDetails, Usage};
 use serde_json::{json, Map, Value};
@@ -215,33 +221,68 @@ pub fn messages(t: &Transcript) -> Value {
     Value::Array(out)
 }
 
-type EventResult<E> = Result<Event, EventStreamError<E>>;
+type Events = Pin<Box<dyn Stream<Item = Result<Sse, sse_stream::Error>> + Send>>;
 
-/// The events of one streamed round, read with an idle timeout per chunk.
+/// The events of one streamed round. Every wait is bounded by the idle timeout; the timer
+/// is only re-armed when it fires early, so a busy stream costs no timer work per chunk.
 pub struct RoundStream {
-    events: Pin<Box<dyn Stream<Item = EventResult<String>> + Send>>,
+    events: Events,
     pending: VecDeque<UpstreamEvent>,
     idle: Duration,
+    deadline: Pin<Box<Sleep>>,
+    last_data: Instant,
     finished: bool,
     done: bool,
 }
 
+enum Next {
+    Event(Result<Sse, sse_stream::Error>),
+    End,
+    Idle,
+}
+
 impl RoundStream {
-    /// Reads SSE from any byte stream (the HTTP body, or recorded bytes in tests).
-    pub fn new<S, B, E>(bytes: S, idle: Duration) -> Self
+    /// Reads SSE (with the `sse-stream` crate) from any byte stream: the HTTP body, or
+    /// recorded bytes in tests.
+    pub fn new<S, E>(bytes: S, idle: Duration) -> Self
     where
-        S: Stream<Item = Result<B, E>> + Send + 'static,
-        B: AsRef<[u8]> + Send + 'static,
-        E: std::fmt::Display + Send + 'static,
+        S: Stream<Item = Result<Bytes, E>> + Send + 'static,
+        E: std::error::Error + Send + Sync + 'static,
     {
-        let mapped = bytes.map(|r| r.map_err(|e| e.to_string()));
         RoundStream {
-            events: Box::pin(mapped.eventsource()),
+            events: Box::pin(SseByteStream::new(bytes)),
             pending: VecDeque::new(),
             idle,
+            deadline: Box::pin(tokio::time::sleep(idle)),
+            last_data: Instant::now(),
             finished: false,
             done: false,
         }
+    }
+
+    async fn poll_event(&mut self) -> Next {
+        let (events, deadline, idle, last) = (&mut self.events, &mut self.deadline, self.idle, self.last_data);
+        std::future::poll_fn(|cx| {
+            if let Poll::Ready(item) = events.as_mut().poll_next(cx) {
+                return Poll::Ready(match item {
+                    Some(ev) => Next::Event(ev),
+                    None => Next::End,
+                });
+            }
+            loop {
+                match deadline.as_mut().poll(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(()) => {
+                        let due = last + idle;
+                        if Instant::now() >= due {
+                            return Poll::Ready(Next::Idle);
+                        }
+                        deadline.as_mut().reset(due);
+                    }
+                }
+            }
+        })
+        .await
     }
 
     /// The next event; `None` at the end of the round.
@@ -253,45 +294,42 @@ impl RoundStream {
             if self.done {
                 return None;
             }
-            let next = match tokio::time::timeout(self.idle, self.events.next()).await {
-                Err(_) => {
+            let ev = match self.poll_event().await {
+                Next::Idle => {
                     self.done = true;
                     return Some(Err(UpstreamError::Timeout(self.idle.as_millis() as u64)));
                 }
-                Ok(n) => n,
-            };
-            match next {
-                None => {
+                Next::End => {
                     self.done = true;
                     if self.finished {
                         return None;
                     }
                     return Some(Err(UpstreamError::Protocol("the stream ended before the model finished".into())));
                 }
-                Some(Err(e)) => {
+                Next::Event(Err(e)) => {
                     self.done = true;
-                    let msg = match e {
-                        EventStreamError::Transport(t) => return Some(Err(UpstreamError::Unreachable(t))),
-                        other => other.to_string(),
-                    };
-                    return Some(Err(UpstreamError::Protocol(msg)));
+                    return Some(Err(match e {
+                        sse_stream::Error::Body(_) => UpstreamError::Unreachable("the upstream connection failed mid-stream".into()),
+                        other => UpstreamError::Protocol(other.to_string()),
+                    }));
                 }
-                Some(Ok(ev)) => {
-                    if ev.data == "[DONE]" {
-                        self.done = true;
-                        if !self.finished {
-                            return Some(Err(UpstreamError::Protocol("[DONE] before a finish_reason".into())));
-                        }
-                        return None;
-                    }
-                    if ev.data.is_empty() {
-                        continue;
-                    }
-                    if let Err(e) = parse_chunk(&ev.data, &mut self.pending, &mut self.finished) {
-                        self.done = true;
-                        return Some(Err(e));
-                    }
+                Next::Event(Ok(ev)) => ev,
+            };
+            self.last_data = Instant::now();
+            let Some(data) = ev.data.as_deref() else { continue };
+            if data == "[DONE]" {
+                self.done = true;
+                if !self.finished {
+                    return Some(Err(UpstreamError::Protocol("[DONE] before a finish_reason".into())));
                 }
+                return None;
+            }
+            if data.is_empty() {
+                continue;
+            }
+            if let Err(e) = parse_chunk(data, &mut self.pending, &mut self.finished) {
+                self.done = true;
+                return Some(Err(e));
             }
         }
     }
@@ -299,7 +337,7 @@ impl RoundStream {
 
 /// Parses one `chat.completion.chunk` into events (choice 0 only).
 pub fn parse_chunk(data: &str, out: &mut VecDeque<UpstreamEvent>, finished: &mut bool) -> Result<(), UpstreamError> {
-    let chunk: ChatChunk =
+    let chunk: ChatChunk<'_> =
         serde_json::from_str(data).map_err(|_| UpstreamError::Protocol("malformed chunk".into()))?;
     if let Some(err) = chunk.error {
         let msg = err.get("message").and_then(Value::as_str).unwrap_or("error in stream");
@@ -308,21 +346,21 @@ pub fn parse_chunk(data: &str, out: &mut VecDeque<UpstreamEvent>, finished: &mut
     for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
         let d = choice.delta;
         if let Some(text) = d.content.filter(|t| !t.is_empty()) {
-            out.push_back(UpstreamEvent::Text(text));
+            out.push_back(UpstreamEvent::Text(text.into_owned()));
         }
         if let Some(text) = d.refusal.filter(|t| !t.is_empty()) {
-            out.push_back(UpstreamEvent::Text(text));
+            out.push_back(UpstreamEvent::Text(text.into_owned()));
         }
         for tc in d.tool_calls.unwrap_or_default() {
             let (name, arguments) = match tc.function {
-                Some(f) => (f.name, f.arguments),
+                Some(f) => (f.name.map(Cow::into_owned), f.arguments.map(Cow::into_owned)),
                 None => (None, None),
             };
-            out.push_back(UpstreamEvent::ToolCall { index: tc.index, id: tc.id, name, arguments });
+            out.push_back(UpstreamEvent::ToolCall { index: tc.index, id: tc.id.map(Cow::into_owned), name, arguments });
         }
         if let Some(r) = choice.finish_reason {
             *finished = true;
-            out.push_back(UpstreamEvent::Finish(match r.as_str() {
+            out.push_back(UpstreamEvent::Finish(match r.as_ref() {
                 "length" => FinishReason::Length,
                 "tool_calls" | "function_call" => FinishReason::ToolCalls,
                 "content_filter" => FinishReason::ContentFilter,

@@ -23,6 +23,16 @@ impl Accumulator {
         self.response.output.get(output_index)
     }
 
+    /// Folds a `response.output_text.delta` for content part 0 without building the event
+    /// (the emitter's hot path); equivalent to `fold(OutputTextDelta{..})`.
+    pub fn append_text(&mut self, output_index: usize, delta: &str) {
+        if let Some(OutputItem::Message { content, .. }) = self.response.output.get_mut(output_index) {
+            if let Some(OutputContent::OutputText { text, .. }) = content.first_mut() {
+                text.push_str(delta);
+            }
+        }
+    }
+
     /// Applies one event.
     pub fn fold(&mut self, kind: EventKind) {
         let output = &mut self.response.output;

@@ -27,6 +27,8 @@ use crate::turn::transcript::{Entry, Transcript, UserPart};
 pub struct ChatCompletions {
     client: reqwest::Client,
     base: String,
+    /// `{base}/chat/completions`, parsed once.
+    chat_url: reqwest::Url,
     api_key: Option<String>,
     idle: Duration,
 }
@@ -42,11 +44,16 @@ impl ChatCompletions {
             .pool_max_idle_per_host(256)
             .pool_idle_timeout(pool_idle)
             .build()?;
-        Ok(ChatCompletions { client, base: base.trim_end_matches('/').to_string(), api_key, idle })
+        let base = base.trim_end_matches('/').to_string();
+        let chat_url = reqwest::Url::parse(&format!("{base}/chat/completions"))?;
+        Ok(ChatCompletions { client, base, chat_url, api_key, idle })
     }
 
     fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
-        let rb = self.client.request(method, format!("{}{path}", self.base));
+        self.auth(self.client.request(method, format!("{}{path}", self.base)))
+    }
+
+    fn auth(&self, rb: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
         match &self.api_key {
             Some(k) => rb.bearer_auth(k),
             None => rb,
@@ -69,7 +76,7 @@ impl ChatCompletions {
     /// Starts one streamed round.
     pub async fn stream(&self, req: &RoundRequest<'_>) -> Result<RoundStream, UpstreamError> {
         let body = request_body(req);
-        let send = self.request(reqwest::Method::POST, "/chat/completions").json(&body).send();
+        let send = self.auth(self.client.post(self.chat_url.clone()).json(&body)).send();
         let resp = tokio::time::timeout(self.idle, send)
             .await
             .map_err(|_| UpstreamError::Timeout(self.idle.as_millis() as u64))?

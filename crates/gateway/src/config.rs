@@ -218,7 +218,9 @@ impl Config {
             }
             fig = fig.merge(Toml::file(path));
         }
-        fig = fig.merge(Env::prefixed(ENV_PREFIX).split("__"));
+        // Only `<TABLE>__<KEY>` names are settings; other variables that happen to share the
+        // prefix (e.g. RESPONSES_GATEWAY_TEST_POSTGRES_URL) are not.
+        fig = fig.merge(Env::prefixed(ENV_PREFIX).filter(|k| k.as_str().contains("__")).split("__"));
         let mut config: Config = fig.extract().map_err(|e| anyhow::anyhow!("configuration: {e}"))?;
         if let Some(url) = &overrides.upstream_url {
             config.upstream.url = Some(url.clone());
@@ -313,6 +315,15 @@ mod tests {
         let o = Overrides { listen: Some("127.0.0.1:2".parse().unwrap()), ..Default::default() };
         let c = Config::load(Some(&p), &o).unwrap();
         assert_eq!(c.server.listen.port(), 2, "flags win over the file");
+    }
+
+    #[test]
+    fn only_table_key_variables_are_settings() {
+        std::env::set_var("RESPONSES_GATEWAY_SOME_UNRELATED_URL", "x");
+        let o = Overrides { upstream_url: Some("http://127.0.0.1:1/v1".into()), ..Default::default() };
+        let loaded = Config::load(None, &o);
+        std::env::remove_var("RESPONSES_GATEWAY_SOME_UNRELATED_URL");
+        assert!(loaded.is_ok(), "{:?}", loaded.err());
     }
 
     #[test]

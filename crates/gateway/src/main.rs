@@ -77,8 +77,19 @@ fn main() -> std::process::ExitCode {
     }
 }
 
+/// The configuration as JSON, with credentials in URLs (`user:password@`) masked.
 fn toml_string(config: &Config) -> String {
-    serde_json::to_string_pretty(config).unwrap_or_default()
+    let mut shown = config.clone();
+    if let Some(url) = shown.upstream.url.as_mut() {
+        if let Ok(mut u) = reqwest::Url::parse(url) {
+            if !u.username().is_empty() || u.password().is_some() {
+                let _ = u.set_username("***");
+                let _ = u.set_password(Some("***"));
+                *url = u.to_string();
+            }
+        }
+    }
+    serde_json::to_string_pretty(&shown).unwrap_or_default()
 }
 
 fn run(config: Config) -> anyhow::Result<()> {
@@ -86,9 +97,25 @@ fn run(config: Config) -> anyhow::Result<()> {
     config.upstream_api_key()?;
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(config.server.listen).await?;
+        let addr = config.server.listen;
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+        // SIGINT (Ctrl-C) and SIGTERM (systemd, containers) both drain gracefully:
+        // streams in flight finish and stored turns are written.
         let shutdown = async {
-            let _ = tokio::signal::ctrl_c().await;
+            let term = async {
+                match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                    Ok(mut s) => {
+                        s.recv().await;
+                    }
+                    Err(_) => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term => {}
+            }
         };
         responses_gateway::serve_on(listener, &config, shutdown).await
     })

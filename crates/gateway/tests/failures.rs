@@ -132,3 +132,49 @@ async fn length_in_the_middle_of_a_call_is_incomplete() {
     assert_eq!(s.terminal_type(), "response.incomplete");
     assert_eq!(s.response["output"][0]["status"], "incomplete");
 }
+
+#[tokio::test]
+async fn upstream_request_errors_map_to_client_statuses() {
+    let h = Harness::start().await;
+    for (up, want) in [(400u16, 400u16), (413, 400), (429, 429), (401, 502), (503, 502)] {
+        h.upstream.push(Script::http_error(up, r#"{"error":{"message":"upstream says no"}}"#));
+        let (status, body) = h.post(json!({"model":"m","input":"x"})).await;
+        assert_eq!(status, want, "upstream {up}: {body}");
+        assert!(error_of(&body)["message"].as_str().unwrap().contains("upstream says no"));
+    }
+}
+
+#[tokio::test]
+async fn reused_upstream_call_ids_get_unique_gateway_ids() {
+    let h = Harness::start().await;
+    let tools = json!([{"type":"function","name":"f","parameters":{"type":"object","properties":{}}}]);
+    let call = ToolCallScript::new("f", "{}").id("call_0");
+    h.upstream.push(Script::default().with_tool(call.clone()).with_tool(ToolCallScript::new("f", "{}").id("call_0")));
+    let (_, first) = h.post(json!({"model":"m","input":"x","tools":tools,"store":false})).await;
+    let ids: Vec<&str> = first["output"].as_array().unwrap().iter().map(|i| i["call_id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), 2);
+    assert_ne!(ids[0], ids[1]);
+    let mut input = vec![json!({"role":"user","content":"x"})];
+    input.extend(first["output"].as_array().unwrap().iter().cloned());
+    for id in &ids {
+        input.push(json!({"type":"function_call_output","call_id":id,"output":"ok"}));
+    }
+    h.upstream.push(Script::default().with_tool(call));
+    let (status, second) = h.post(json!({"model":"m","input":input,"tools":tools,"store":false})).await;
+    assert_eq!(status, 200, "{second}");
+    let new_id = second["output"][0]["call_id"].as_str().unwrap();
+    assert!(!ids.contains(&new_id), "a reused upstream id never collides with earlier calls");
+}
+
+#[tokio::test]
+async fn non_openai_errors_are_openai_shaped() {
+    let h = Harness::start_with(|c| c.server.max_body_bytes = 1024).await;
+    let big = json!({"model":"m","input":"x".repeat(4096)});
+    let (status, body) = h.post(big).await;
+    assert_eq!(status, 413);
+    assert_eq!(error_of(&body)["code"], "request_too_large");
+    let resp = h.client.get(format!("{}/v1/responses", h.base)).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 405);
+    let body: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(error_of(&body)["code"], "method_not_allowed");
+}

@@ -194,17 +194,19 @@ async fn turns_prepend_and_append(db: Arc<TestDb>) {
     let (s, r1) = h.post(json!({"model":"m","input":"What time is it?","conversation":{"id":id},"tools":[tool]})).await;
     assert_eq!(s, 200, "{r1}");
     assert_eq!(r1["conversation"], json!({"id": id}));
+    // the gateway's own call id (the upstream's "call_t1" is never trusted to be unique)
+    let call_id = r1["output"][0]["call_id"].as_str().unwrap().to_string();
     h.upstream.push(Script::text(&["It is noon, Ada."]));
     let (s, r2) = h
         .post(json!({"model":"m","conversation":id,"tools":[tool],
-            "input":[{"type":"function_call_output","call_id":"call_t1","output":"12:00"}]}))
+            "input":[{"type":"function_call_output","call_id":call_id,"output":"12:00"}]}))
         .await;
     assert_eq!(s, 200, "{r2}");
     let m = &h.upstream.requests()[1].body["messages"];
     assert_eq!(m[0]["content"], "My name is Ada.");
     assert_eq!(m[1]["content"], "What time is it?");
-    assert_eq!(m[2]["tool_calls"][0]["id"], "call_t1");
-    assert_eq!(m[3], json!({"role":"tool","tool_call_id":"call_t1","content":"12:00"}));
+    assert_eq!(m[2]["tool_calls"][0]["id"], call_id.as_str());
+    assert_eq!(m[3], json!({"role":"tool","tool_call_id":call_id,"content":"12:00"}));
     let (_, items) = h.get(&format!("/v1/conversations/{id}/items?order=asc")).await;
     assert_eq!(texts(&items), ["My name is Ada.", "What time is it?", "function_call", "function_call_output", "It is noon, Ada."]);
     assert_eq!(ids(&items)[2], r1["output"][0]["id"].as_str().unwrap(), "output items keep their ids");

@@ -91,17 +91,18 @@ async fn two_replica_processes(db: Arc<TestDb>) {
     up_a.push(Script::default().with_tool(ToolCallScript::new("get_weather", r#"{"city":"Lima"}"#).id("call_lima")));
     let (s, r1) = post(&client, &a, json!({"model":"m","input":"Lima?","tools":[weather_tool()]})).await;
     assert_eq!(s, 200, "{r1}");
-    assert_eq!(r1["output"][0]["call_id"], "call_lima");
+    let cid = r1["output"][0]["call_id"].as_str().unwrap().to_string();
+    assert!(cid.starts_with("call_") && cid != "call_lima", "the gateway's own call id");
     up_b.push(Script::text(&["Lima: 19C, cloudy."]));
     let (s, r2) = post(&client, &b, json!({"model":"m","previous_response_id":r1["id"],"tools":[weather_tool()],
-        "input":[{"type":"function_call_output","call_id":"call_lima","output":"19C cloudy"}]})).await;
+        "input":[{"type":"function_call_output","call_id":cid,"output":"19C cloudy"}]})).await;
     assert_eq!(s, 200, "{r2}");
     assert_eq!(r2["output"][0]["content"][0]["text"], "Lima: 19C, cloudy.");
     let m = &up_b.requests()[0].body["messages"];
     assert_eq!(m[0], json!({"role":"user","content":"Lima?"}));
-    assert_eq!(m[1]["tool_calls"][0]["id"], "call_lima");
+    assert_eq!(m[1]["tool_calls"][0]["id"], cid.as_str());
     assert_eq!(m[1]["tool_calls"][0]["function"]["arguments"], r#"{"city":"Lima"}"#);
-    assert_eq!(m[2], json!({"role":"tool","tool_call_id":"call_lima","content":"19C cloudy"}));
+    assert_eq!(m[2], json!({"role":"tool","tool_call_id":cid,"content":"19C cloudy"}));
     assert_eq!(up_a.requests().len(), 1);
     let (s, got) = get(&client, &a, &format!("/v1/responses/{}", r2["id"].as_str().unwrap())).await;
     assert_eq!(s, 200);

@@ -32,11 +32,12 @@ async fn chain_of_three_with_a_tool_round_trip(db: Arc<TestDb>) {
     h.upstream.push(Script::text(&["Let me check."]).with_tool(ToolCallScript::new("get_weather", r#"{"city":"Paris"}"#).id("call_w1")));
     let (s, r1) = h.post(json!({"model":"m","instructions":"Be brief.","input":"weather in Paris?","tools":[weather_tool()]})).await;
     assert_eq!(s, 200, "{r1}");
-    assert_eq!(r1["output"][1]["call_id"], "call_w1");
+    let cid = r1["output"][1]["call_id"].as_str().unwrap().to_string();
+    assert!(cid.starts_with("call_") && cid != "call_w1", "the gateway's own call id");
     h.upstream.push(Script::text(&["Sunny, 18C."]));
     let (s, r2) = h
         .post(json!({"model":"m","instructions":"Answer in English.","previous_response_id":r1["id"],"tools":[weather_tool()],
-            "input":[{"type":"function_call_output","call_id":"call_w1","output":"18C and sunny"}]}))
+            "input":[{"type":"function_call_output","call_id":cid,"output":"18C and sunny"}]}))
         .await;
     assert_eq!(s, 200, "{r2}");
     assert_eq!(r2["previous_response_id"], r1["id"]);
@@ -49,9 +50,9 @@ async fn chain_of_three_with_a_tool_round_trip(db: Arc<TestDb>) {
     let m2 = &reqs[1].body["messages"];
     assert_eq!(roles(m2), ["system", "user", "assistant", "tool"]);
     assert_eq!(m2[0]["content"], "Answer in English.", "instructions are not carried over");
-    assert_eq!(m2[2]["tool_calls"][0]["id"], "call_w1");
+    assert_eq!(m2[2]["tool_calls"][0]["id"], cid.as_str());
     assert_eq!(m2[2]["tool_calls"][0]["function"]["arguments"], r#"{"city":"Paris"}"#);
-    assert_eq!(m2[3], json!({"role":"tool","tool_call_id":"call_w1","content":"18C and sunny"}));
+    assert_eq!(m2[3], json!({"role":"tool","tool_call_id":cid,"content":"18C and sunny"}));
     let m3 = &reqs[2].body["messages"];
     assert_eq!(roles(m3), ["user", "assistant", "tool", "assistant", "user"], "{m3}");
     assert_eq!(m3[0]["content"], "weather in Paris?");
@@ -75,7 +76,8 @@ async fn gateway_tool_results_are_replayed(db: Arc<TestDb>) {
     let m = &h.upstream.requests()[2].body["messages"];
     assert_eq!(roles(m), ["user", "assistant", "tool", "assistant", "user"], "{m}");
     assert_eq!(m[1]["tool_calls"][0]["function"]["name"], "lookup");
-    assert_eq!(m[2], json!({"role":"tool","tool_call_id":"call_l1","content":"lookup:axum"}));
+    let cid = r1["output"][0]["call_id"].as_str().unwrap();
+    assert_eq!(m[2], json!({"role":"tool","tool_call_id":cid,"content":"lookup:axum"}));
     assert_eq!(m[3]["content"], "axum it is.");
 }
 
@@ -259,18 +261,19 @@ async fn two_replicas_continue_each_other(db: Arc<TestDb>) {
     a.upstream.push(Script::default().with_tool(ToolCallScript::new("get_weather", r#"{"city":"Oslo"}"#).id("call_o1")));
     let (_, r1) = a.post(json!({"model":"m","input":"Oslo weather?","tools":[weather_tool()]})).await;
     assert_eq!(r1["output"][0]["type"], "function_call");
+    let cid = r1["output"][0]["call_id"].as_str().unwrap().to_string();
     b.upstream.push(Script::text(&["Oslo: 3C, snow."]));
     let (s, r2) = b
         .post(json!({"model":"m","previous_response_id":r1["id"],"tools":[weather_tool()],
-            "input":[{"type":"function_call_output","call_id":"call_o1","output":"3C snow"}]}))
+            "input":[{"type":"function_call_output","call_id":cid,"output":"3C snow"}]}))
         .await;
     assert_eq!(s, 200, "{r2}");
     assert_eq!(r2["output"][0]["content"][0]["text"], "Oslo: 3C, snow.");
     let m = &b.upstream.requests()[0].body["messages"];
     assert_eq!(roles(m), ["user", "assistant", "tool"]);
-    assert_eq!(m[1]["tool_calls"][0]["id"], "call_o1");
+    assert_eq!(m[1]["tool_calls"][0]["id"], cid.as_str());
     assert_eq!(m[1]["tool_calls"][0]["function"]["arguments"], r#"{"city":"Oslo"}"#);
-    assert_eq!(m[2], json!({"role":"tool","tool_call_id":"call_o1","content":"3C snow"}));
+    assert_eq!(m[2], json!({"role":"tool","tool_call_id":cid,"content":"3C snow"}));
     assert!(a.upstream.requests().len() == 1, "A saw only turn 1");
     let (s, _) = a.get(&format!("/v1/responses/{}", r2["id"].as_str().unwrap())).await;
     assert_eq!(s, 200, "A reads what B stored");

@@ -29,3 +29,11 @@ pub async fn readyz(State(state): State<Arc<AppState>>) -> impl IntoResponse {
 pub async fn not_found() -> HttpError {
     HttpError::not_found(None, "Unknown request URL. Please check the URL and method.", "unknown_url")
 }
+
+/// 405 in the OpenAI shape for a known route with the wrong method.
+pub async fn method_not_allowed() -> HttpError {
+    HttpError {
+        status: StatusCode::METHOD_NOT_ALLOWED,
+        error: protocol::ApiError::invalid(None, "This method is not allowed on this URL.").with_code("method_not_allowed"),
+    }
+}

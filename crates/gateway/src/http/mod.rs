@@ -94,6 +94,7 @@ pub fn router(state: Arc<AppState>, max_body_bytes: usize) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .fallback(health::not_found)
+        .method_not_allowed_fallback(health::method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body_bytes))
         .with_state(state)
 }

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
 use axum::http::StatusCode;
 use protocol::ApiError;
@@ -18,7 +19,11 @@ use crate::store::StoreError;
 use crate::turn::{self, persist, state, Prepared};
 
 /// Handles one create request.
-pub async fn create(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
+pub async fn create(State(state): State<Arc<AppState>>, body: Result<Bytes, BytesRejection>) -> Response {
+    let body = match body {
+        Ok(b) => b,
+        Err(rejection) => return body_rejected(&rejection).into_response(),
+    };
     let req = match turn::parse_request(&body) {
         Ok(req) => req,
         Err(e) => return HttpError::from(e).into_response(),
@@ -57,10 +62,22 @@ pub async fn create(State(state): State<Arc<AppState>>, body: Bytes) -> Response
     }
 }
 
+/// A body that could not be read (too large, broken chunked encoding) in the OpenAI shape.
+pub fn body_rejected(rejection: &BytesRejection) -> HttpError {
+    let status = rejection.status();
+    let message = if status == StatusCode::PAYLOAD_TOO_LARGE {
+        "The request body is larger than this gateway accepts (server.max_body_bytes).".to_string()
+    } else {
+        format!("The request body could not be read: {}", rejection.body_text())
+    };
+    let code = if status == StatusCode::PAYLOAD_TOO_LARGE { "request_too_large" } else { "invalid_body" };
+    HttpError { status, error: ApiError::invalid(None, message).with_code(code) }
+}
+
 /// The non-streaming answer: the folded Response, or 502 when the upstream failed.
 fn answer(outcome: turn::Outcome) -> Response {
     match outcome.upstream_error {
-        Some(e) => HttpError::bad_gateway(e.to_string(), e.code()).into_response(),
+        Some(e) => e.to_http().into_response(),
         None => Json(outcome.response).into_response(),
     }
 }

@@ -56,11 +56,10 @@ impl Round {
                     }
                 };
                 let call = &mut self.calls[pos];
-                if let Some(id) = id.filter(|s| !s.is_empty()) {
-                    if call.call_id.is_empty() {
-                        call.call_id = id;
-                    }
-                }
+                // The upstream's ids are not trusted to be unique (servers reuse `call_0`
+                // across turns, or send none): every call gets the gateway's own id, which
+                // is also what the upstream sees in later rounds.
+                let _ = id;
                 if let Some(n) = name {
                     if call.output_index.is_none() {
                         call.name.push_str(&n);

@@ -57,6 +57,7 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
     let mut executed: u64 = 0;
     emitter.start();
     let mut choice = tools.choice.clone();
+    let no_tools = crate::tools::ToolSet::default();
     let max_rounds = limits.max_rounds.max(1);
     for round_no in 0..max_rounds {
         let last = round_no + 1 == max_rounds;
@@ -82,7 +83,7 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
                 match stream.next().await {
                     None => break None,
                     Some(Err(e)) => break Some(e),
-                    Some(Ok(ev)) => round.on_event(ev, &tools, emitter, &mut usage),
+                    Some(Ok(ev)) => round.on_event(ev, if last { &no_tools } else { &tools }, emitter, &mut usage),
                 }
             },
         };
@@ -104,7 +105,9 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
             return finish(emitter, transcript, Terminal::Incomplete(reason.into()), usage, None);
         }
         let text = round.close_message(emitter, ItemStatus::Completed, &sources);
-        if round.calls.is_empty() {
+        // The last round went upstream without tools: a call the model writes anyway is
+        // neither executed nor returned, so the turn ends with its answer.
+        if round.calls.is_empty() || last {
             push_text(&mut transcript, text);
             return finish(emitter, transcript, Terminal::Completed, usage, None);
         }

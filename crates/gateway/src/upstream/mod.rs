@@ -76,3 +76,24 @@ impl UpstreamError {
         }
     }
 }
+
+impl UpstreamError {
+    /// The HTTP answer for a non-streamed turn that failed on the upstream: the upstream's
+    /// own request errors (400, 413, 422) are the client's 400 and a 429 stays a 429, so
+    /// SDKs do not retry a request that cannot succeed; a timeout is a 504; anything else
+    /// (unreachable, 5xx, auth or routing errors of the gateway's own credentials, broken
+    /// streams) is a 502.
+    pub fn to_http(&self) -> crate::error::HttpError {
+        use axum::http::StatusCode;
+        let (status, kind, code) = match self {
+            UpstreamError::Status { status: 400 | 413 | 422, .. } => (StatusCode::BAD_REQUEST, "invalid_request_error", "upstream_rejected_request"),
+            UpstreamError::Status { status: 429, .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", "rate_limit_exceeded"),
+            UpstreamError::Timeout(_) => (StatusCode::GATEWAY_TIMEOUT, "server_error", "upstream_timeout"),
+            _ => (StatusCode::BAD_GATEWAY, "server_error", "upstream_error"),
+        };
+        crate::error::HttpError {
+            status,
+            error: protocol::ApiError { message: self.to_string(), kind: kind.into(), param: None, code: Some(code.into()) },
+        }
+    }
+}

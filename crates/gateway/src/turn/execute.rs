@@ -1,7 +1,8 @@
 //! Gateway-owned calls at the end of a round: validation against the tool's schema, then
 //! parallel execution (bounded, each with its own timeout) with their items and events.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -58,8 +59,7 @@ pub struct Executed {
 pub fn validate(entry: &ToolEntry, arguments: &str) -> Result<Value, String> {
     let args: Value = serde_json::from_str(arguments)
         .map_err(|e| format!("error: the arguments of '{}' are not valid JSON ({e}). Call it again with a JSON object.", entry.name))?;
-    let validator = jsonschema::validator_for(&entry.upstream.parameters)
-        .map_err(|e| format!("error: the tool's schema is invalid: {e}"))?;
+    let validator = validator_for(&entry.upstream.parameters)?;
     if let Some(problem) = validator.iter_errors(&args).next() {
         return Err(format!(
             "error: the arguments of '{}' do not match its schema: {problem} (at '{}'). Call it again with valid arguments.",
@@ -68,6 +68,24 @@ pub fn validate(entry: &ToolEntry, arguments: &str) -> Result<Value, String> {
         ));
     }
     Ok(args)
+}
+
+/// Compiled parameter schemas, by their JSON text: a gateway tool's schema is the same on
+/// every request, so it is compiled once (bounded; cleared when full).
+static VALIDATORS: LazyLock<Mutex<HashMap<String, Arc<jsonschema::Validator>>>> = LazyLock::new(Default::default);
+
+fn validator_for(schema: &Value) -> Result<Arc<jsonschema::Validator>, String> {
+    let key = schema.to_string();
+    let mut cache = VALIDATORS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(v) = cache.get(&key) {
+        return Ok(v.clone());
+    }
+    let v = Arc::new(jsonschema::validator_for(schema).map_err(|e| format!("error: the tool's schema is invalid: {e}"))?);
+    if cache.len() >= 256 {
+        cache.clear();
+    }
+    cache.insert(key, v.clone());
+    Ok(v)
 }
 
 /// The string argument `key` of validated arguments (e.g. custom `input`, search `query`).

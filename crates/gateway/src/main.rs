@@ -1,5 +1,6 @@
 //! The `responses-gateway` command: `serve` and `check-config`.
 
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -61,10 +62,12 @@ fn main() -> std::process::ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let result = match cli.command {
         Command::CheckConfig(c) => c.load().map(|config| {
-            println!("{}", toml_string(&config));
+            // A closed pipe (`check-config | head`) is not an error worth a panic.
+            let _ = writeln!(std::io::stdout(), "{}", toml_string(&config));
         }),
         Command::Serve(c) => c.load().and_then(run),
     };

@@ -366,7 +366,7 @@ async fn batch(job: &Arc<Job>, n: usize, concurrency: usize) -> Collected {
         workers.push(tokio::spawn(async move {
             while next.fetch_add(1, Ordering::Relaxed) < n {
                 let result = one(&job).await;
-                let mut c = collected.lock().unwrap();
+                let mut c = collected.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
                 match result {
                     Ok(s) => c.samples.push(s),
                     Err(e) => {
@@ -382,7 +382,10 @@ async fn batch(job: &Arc<Job>, n: usize, concurrency: usize) -> Collected {
     for w in workers {
         let _ = w.await;
     }
-    Arc::try_unwrap(collected).ok().map(|m| m.into_inner().unwrap()).unwrap_or_default()
+    Arc::try_unwrap(collected)
+        .ok()
+        .map(|m| m.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner()))
+        .unwrap_or_default()
 }
 
 /// One request: TTFT, latency, and whether the answer is complete.

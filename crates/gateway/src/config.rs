@@ -176,7 +176,7 @@ impl Default for UpstreamConfig {
             api_key_env: None,
             idle_timeout_ms: 120_000,
             connect_timeout_ms: 10_000,
-            pool_idle_timeout_ms: 90_000,
+            pool_idle_timeout_ms: 4_000,
         }
     }
 }

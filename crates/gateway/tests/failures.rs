@@ -178,3 +178,61 @@ async fn non_openai_errors_are_openai_shaped() {
     let body: serde_json::Value = resp.json().await.unwrap();
     assert_eq!(error_of(&body)["code"], "method_not_allowed");
 }
+
+/// An upstream that drops the first connection after reading the request (as a server
+/// closing a reused keep-alive connection does) gets the request once more; a second drop
+/// is a 502.
+#[tokio::test]
+async fn a_connection_dropped_before_any_response_byte_is_retried_once() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let drops = Arc::new(AtomicUsize::new(1));
+    let (a, d) = (accepted.clone(), drops.clone());
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            a.fetch_add(1, Ordering::SeqCst);
+            let mut buf = vec![0u8; 65536];
+            let mut got = Vec::new();
+            // Read until the JSON body is complete (it ends with `}` after the headers).
+            while let Ok(n) = sock.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&got);
+                if let Some(i) = text.find("\r\n\r\n") {
+                    if text[i..].trim_end().ends_with('}') {
+                        break;
+                    }
+                }
+            }
+            if d.load(Ordering::SeqCst) > 0 {
+                d.fetch_sub(1, Ordering::SeqCst);
+                drop(sock);
+                continue;
+            }
+            let body = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hello\"}}]}\n\n\
+                        data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = sock.write_all(head.as_bytes()).await;
+            let _ = sock.write_all(body.as_bytes()).await;
+        }
+    });
+    let h = Harness::start_with(move |c| c.upstream.url = Some(format!("http://{addr}/v1"))).await;
+    let (status, body) = h.post(json!({"model":"m","input":"x","store":false})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["output"][0]["content"][0]["text"], "hello");
+    assert_eq!(accepted.load(Ordering::SeqCst), 2, "one drop, one retry");
+
+    drops.store(2, Ordering::SeqCst);
+    let (status, body) = h.post(json!({"model":"m","input":"x","store":false})).await;
+    assert_eq!(status, 502, "{body}");
+    assert_eq!(accepted.load(Ordering::SeqCst), 4, "retried once, not more");
+}

@@ -76,11 +76,22 @@ impl ChatCompletions {
     /// Starts one streamed round.
     pub async fn stream(&self, req: &RoundRequest<'_>) -> Result<RoundStream, UpstreamError> {
         let body = request_body(req);
-        let send = self.auth(self.client.post(self.chat_url.clone()).json(&body)).send();
-        let resp = tokio::time::timeout(self.idle, send)
-            .await
-            .map_err(|_| UpstreamError::Timeout(self.idle.as_millis() as u64))?
-            .map_err(|e| self.sanitize(e))?;
+        let mut retried = false;
+        let resp = loop {
+            let send = self.auth(self.client.post(self.chat_url.clone()).json(&body)).send();
+            match tokio::time::timeout(self.idle, send).await {
+                Err(_) => return Err(UpstreamError::Timeout(self.idle.as_millis() as u64)),
+                Ok(Ok(resp)) => break resp,
+                // A pooled keep-alive connection the server closed just as it was reused
+                // (llama.cpp closes idle ones after 5 s) fails before any response byte:
+                // send once more on a fresh connection, as the OpenAI SDKs do.
+                Ok(Err(e)) if !retried && e.is_request() && !e.is_timeout() => {
+                    tracing::debug!(error = %self.redact(&e.without_url().to_string()), "upstream send failed; retrying once");
+                    retried = true;
+                }
+                Ok(Err(e)) => return Err(self.sanitize(e)),
+            }
+        };
         let status = resp.status();
         if !status.is_success() {
             let text = tokio::time::timeout(self.idle, resp.bytes()).await.ok().and_then(Result::ok).unwrap_or_default();

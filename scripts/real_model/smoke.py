@@ -28,6 +28,7 @@ by llama.cpp, see scripts/real-model.sh):
       every event/response validates with tests/python/validate.py (SDK models strictly, Open
       Responses, stream invariants); at least one search ran. The query's quality and the
       answer's content are reported, not asserted.
+  (f) the gateway-owned file_search on the embedded vector store: see file_search_step.py.
 
 Usage: smoke.py [--base-url URL] [--model smollm2] [--search-url URL]
 The base URL defaults to $GATEWAY_BASE_URL, then $OPENAI_BASE_URL, then
@@ -43,6 +44,8 @@ import traceback
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+from file_search_step import step_file_search
 
 QUESTION = "What is the capital of France? Answer in one sentence."
 WEATHER_PROMPT = "What's the weather in Paris? Use the tool."
@@ -470,6 +473,9 @@ def main() -> int:
         ("d", "server-owned custom tool package_version, forced by tool_choice", step_package_version),
         ("e", "gateway-owned web_search (SearXNG fixture), forced by tool_choice",
          lambda c, m: step_web_search(c, m, args.base_url, args.search_url, args.timeout)),
+        ("f", "gateway-owned file_search (embedded vector store), forced by tool_choice",
+         lambda c, m: step_file_search(c, m, args.base_url, args.timeout, load_validate(), post_raw, squeeze,
+                                       show, check)),
     ]
     passed = failed = 0
     for key, title, fn in steps:

@@ -355,6 +355,10 @@ def validate_or_event(obj: Any, strict: bool = True) -> pydantic.BaseModel | Non
         ann = obj.get("annotation")
         if isinstance(ann, dict) and ann.get("type") != "url_citation":
             return None
+    part = obj.get("part")
+    if isinstance(part, dict) and isinstance(part.get("annotations"), list):
+        # content_part.added/done: only url_citation annotations exist in the schema.
+        part["annotations"] = [a for a in part["annotations"] if isinstance(a, dict) and a.get("type") == "url_citation"]
     return _validate_model(f"Open Responses event {t}", OR_EVENT_CLASSES[t], obj, strict)
 
 

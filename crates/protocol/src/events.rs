@@ -112,6 +112,12 @@ pub enum EventKind {
     WebSearchSearching { item_id: String, output_index: usize },
     #[serde(rename = "response.web_search_call.completed")]
     WebSearchCompleted { item_id: String, output_index: usize },
+    #[serde(rename = "response.file_search_call.in_progress")]
+    FileSearchInProgress { item_id: String, output_index: usize },
+    #[serde(rename = "response.file_search_call.searching")]
+    FileSearchSearching { item_id: String, output_index: usize },
+    #[serde(rename = "response.file_search_call.completed")]
+    FileSearchCompleted { item_id: String, output_index: usize },
     /// `error`: flat SPEC fields plus the nested object the live API sends (contract §8.3 #7).
     #[serde(rename = "error")]
     Error {
@@ -147,6 +153,9 @@ impl EventKind {
             EventKind::WebSearchInProgress { .. } => "response.web_search_call.in_progress",
             EventKind::WebSearchSearching { .. } => "response.web_search_call.searching",
             EventKind::WebSearchCompleted { .. } => "response.web_search_call.completed",
+            EventKind::FileSearchInProgress { .. } => "response.file_search_call.in_progress",
+            EventKind::FileSearchSearching { .. } => "response.file_search_call.searching",
+            EventKind::FileSearchCompleted { .. } => "response.file_search_call.completed",
             EventKind::Error { .. } => "error",
         }
     }

@@ -63,6 +63,7 @@ pub enum InputItem {
     CustomToolCall(CustomToolCall),
     CustomToolCallOutput(ToolOutput),
     WebSearchCall(WebSearchCallItem),
+    FileSearchCall(FileSearchCallItem),
     Reasoning(Value),
     ItemReference { id: String },
     Other { kind: String, raw: Value },
@@ -85,6 +86,7 @@ impl InputItem {
                 InputItem::CustomToolCallOutput(serde_json::from_value(v)?)
             }
             "web_search_call" => InputItem::WebSearchCall(serde_json::from_value(v)?),
+            "file_search_call" => InputItem::FileSearchCall(serde_json::from_value(v)?),
             "reasoning" => InputItem::Reasoning(v),
             "item_reference" => {
                 #[derive(Deserialize)]
@@ -240,4 +242,17 @@ pub struct WebSearchCallItem {
     pub status: Option<String>,
     #[serde(default)]
     pub action: Option<Value>,
+}
+
+/// A replayed `file_search_call` (contract §4.2): `id`, `queries`, `status`, and `results`
+/// when the earlier response `include`d `file_search_call.results` (else null or absent).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct FileSearchCallItem {
+    pub id: String,
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub queries: Vec<String>,
+    #[serde(default)]
+    pub results: Option<Vec<Value>>,
 }

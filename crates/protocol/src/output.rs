@@ -70,6 +70,15 @@ pub enum OutputItem {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         action: Option<WebSearchAction>,
     },
+    /// `file_search_call` (`fs_…`): `queries` is empty and `results` null on
+    /// `output_item.added`; `results` stays null unless the request `include`s
+    /// `file_search_call.results` (contract §5, §8.4 e).
+    FileSearchCall {
+        id: String,
+        status: ItemStatus,
+        queries: Vec<String>,
+        results: Option<Vec<FileSearchResult>>,
+    },
     /// `function_call_output` (`fco_…`).
     FunctionCallOutput {
         id: String,
@@ -88,6 +97,7 @@ impl OutputItem {
             | OutputItem::CustomToolCall { id, .. }
             | OutputItem::CustomToolCallOutput { id, .. }
             | OutputItem::WebSearchCall { id, .. }
+            | OutputItem::FileSearchCall { id, .. }
             | OutputItem::FunctionCallOutput { id, .. } => id,
         }
     }
@@ -123,6 +133,18 @@ pub enum Annotation {
         filename: String,
         index: usize,
     },
+}
+
+/// One retrieved chunk on a `file_search_call` (contract §5): `score` in 0..1,
+/// `attributes` the file's string/number/boolean attributes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileSearchResult {
+    pub file_id: String,
+    pub filename: String,
+    pub score: f64,
+    pub text: String,
+    #[serde(default)]
+    pub attributes: serde_json::Map<String, Value>,
 }
 
 /// `web_search_call.action` of type `search` (contract §5): `sources` only when the request

@@ -113,6 +113,12 @@ impl Accumulator {
                     *status = protocol::output::ItemStatus::Searching;
                 }
             }
+            EventKind::FileSearchInProgress { .. } | EventKind::FileSearchCompleted { .. } => {}
+            EventKind::FileSearchSearching { output_index, .. } => {
+                if let Some(OutputItem::FileSearchCall { status, .. }) = output.get_mut(output_index) {
+                    *status = protocol::output::ItemStatus::Searching;
+                }
+            }
             EventKind::Error { .. } => {}
         }
     }

@@ -4,7 +4,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 use protocol::events::{ErrorEventDetail, EventKind};
-use protocol::output::{ItemStatus, OutputContent, OutputItem, Phase, WebSearchAction};
+use protocol::output::{ItemStatus, OutputContent, OutputItem, Phase};
 use protocol::response::{IncompleteDetails, ResponseError, ResponseStatus, Usage};
 use protocol::Response;
 use serde::Serialize;
@@ -58,6 +58,9 @@ pub enum Terminal {
     Completed,
     /// `incomplete_details.reason`: `max_output_tokens` | `content_filter`.
     Incomplete(String),
+    /// Cut short by the gateway's shutdown: `incomplete` without `incomplete_details` (the
+    /// contract's reasons are `max_output_tokens` and `content_filter` only).
+    Interrupted,
     /// `{code, message}` for `response.error`.
     Failed { code: String, message: String },
 }
@@ -67,7 +70,7 @@ pub enum Terminal {
 pub struct Emitter {
     seq: u64,
     sink: Option<Sink>,
-    acc: Accumulator,
+    pub(super) acc: Accumulator,
     /// Set by [`Emitter::hold_terminal`]: the terminal event waits for the store's commit.
     hold: bool,
     held: Option<EventKind>,
@@ -117,7 +120,7 @@ impl Emitter {
         self.sink.as_ref().is_some_and(Sink::is_closed)
     }
 
-    fn emit(&mut self, kind: EventKind) {
+    pub(super) fn emit(&mut self, kind: EventKind) {
         if let Some(sink) = &mut self.sink {
             let mark = sink.buf.len();
             sink.buf.extend_from_slice(b"event: ");
@@ -147,7 +150,7 @@ impl Emitter {
         self.emit(EventKind::InProgress { response: snapshot });
     }
 
-    fn next_index(&self) -> usize {
+    pub(super) fn next_index(&self) -> usize {
         self.acc.response.output.len()
     }
 
@@ -177,7 +180,7 @@ impl Emitter {
         output_index
     }
 
-    fn item_id(&self, output_index: usize) -> String {
+    pub(super) fn item_id(&self, output_index: usize) -> String {
         self.acc.item(output_index).map(|i| i.id().to_string()).unwrap_or_default()
     }
 
@@ -238,30 +241,6 @@ impl Emitter {
                 annotation,
             });
         }
-    }
-
-    /// Adds an in-progress `web_search_call` (no `action` yet), then its `in_progress` and
-    /// `searching` events. Returns its index.
-    pub fn web_search_start(&mut self) -> usize {
-        let output_index = self.next_index();
-        let id = new_id("ws");
-        let item = OutputItem::WebSearchCall { id: id.clone(), status: ItemStatus::InProgress, action: None };
-        self.emit(EventKind::OutputItemAdded { output_index, item });
-        self.emit(EventKind::WebSearchInProgress { item_id: id.clone(), output_index });
-        self.emit(EventKind::WebSearchSearching { item_id: id, output_index });
-        output_index
-    }
-
-    /// Finishes a `web_search_call`: `.completed` then `output_item.done` with `action` when
-    /// it succeeded; a failed search has no `.completed` event and `status: "failed"`.
-    pub fn web_search_done(&mut self, output_index: usize, action: WebSearchAction, ok: bool) {
-        let id = self.item_id(output_index);
-        if ok {
-            self.emit(EventKind::WebSearchCompleted { item_id: id.clone(), output_index });
-        }
-        let status = if ok { ItemStatus::Completed } else { ItemStatus::Failed };
-        let item = OutputItem::WebSearchCall { id, status, action: Some(action) };
-        self.emit(EventKind::OutputItemDone { output_index, item });
     }
 
     /// Closes a message: `output_text.done`, `content_part.done`, `output_item.done`
@@ -394,6 +373,10 @@ impl Emitter {
                 response.status = ResponseStatus::Completed;
                 response.completed_at = Some(now_secs());
                 EventKind::Completed { response: Box::new(response) }
+            }
+            Terminal::Interrupted => {
+                response.status = ResponseStatus::Incomplete;
+                EventKind::Incomplete { response: Box::new(response) }
             }
             Terminal::Incomplete(reason) => {
                 response.status = ResponseStatus::Incomplete;

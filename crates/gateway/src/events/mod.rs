@@ -3,8 +3,10 @@
 
 pub mod accumulator;
 pub mod citations;
+pub mod file_citations;
 pub mod emitter;
 pub mod ids;
+pub mod tool_items;
 
 pub use accumulator::Accumulator;
 pub use emitter::{Emitter, Sink};

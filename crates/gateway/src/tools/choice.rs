@@ -109,6 +109,14 @@ pub fn resolve(v: Option<&Value>, set: &ToolSet) -> Result<(ToolChoice, Value), 
                     let echo = if t.starts_with("web_search_preview") { v.clone() } else { json!({"type": "web_search_preview"}) };
                     Ok((ToolChoice::Named(entry.visible_name().to_string()), echo))
                 }
+                "file_search" => {
+                    let entry = set
+                        .entries()
+                        .iter()
+                        .find(|e| matches!(e.kind, super::ToolKind::FileSearch(_)))
+                        .ok_or_else(|| not_found("file_search"))?;
+                    Ok((ToolChoice::Named(entry.visible_name().to_string()), v.clone()))
+                }
                 other => Err(not_found(other)),
             }
         }

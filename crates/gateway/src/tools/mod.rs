@@ -5,6 +5,7 @@
 
 pub mod choice;
 pub mod custom;
+pub mod file_search;
 pub mod function;
 pub mod namespace;
 pub mod server_custom;
@@ -43,6 +44,8 @@ pub enum ToolKind {
     ServerCustom,
     /// `web_search*`: gateway-owned; calls become `web_search_call` items.
     WebSearch(web_search::WebSearchOptions),
+    /// `file_search`: gateway-owned; calls become `file_search_call` items.
+    FileSearch(file_search::FileSearchOptions),
 }
 
 impl ToolKind {
@@ -160,7 +163,8 @@ impl ToolSet {
                 "namespace" => namespace::declare(decl, &param)?,
 "web_search" | "web_search_2025_08_26" | "web_search_preview"
                 | "web_search_preview_2025_03_11" => web_search::declare(decl, &param, kind, registry)?,
-                "file_search" | "mcp" | "code_interpreter"
+                "file_search" => file_search::declare(decl, &param)?,
+                "mcp" | "code_interpreter"
                 | "image_generation" | "local_shell" | "shell" | "apply_patch"
                 | "computer_use_preview" | "computer" | "tool_search"
                 | "programmatic_tool_calling" => {
@@ -201,6 +205,14 @@ impl ToolSet {
         self.by_visible.insert(visible, self.entries.len());
         self.entries.push(entry);
         Ok(())
+    }
+
+    /// The `file_search` declaration of this request, if any.
+    pub fn file_search(&self) -> Option<&file_search::FileSearchOptions> {
+        self.entries.iter().find_map(|e| match &e.kind {
+            ToolKind::FileSearch(o) => Some(o),
+            _ => None,
+        })
     }
 
     /// All declared tools, in declaration order.

@@ -7,12 +7,15 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use futures_util::StreamExt;
-use protocol::output::{ItemStatus, UrlSource, WebSearchAction};
+use protocol::output::{FileSearchResult, ItemStatus, UrlSource, WebSearchAction};
 use protocol::response::Usage;
 use serde_json::Value;
 
 use crate::events::citations::Source;
 use crate::events::emitter::Emitter;
+use crate::events::file_citations::{FileSource, FileSources};
+use crate::executors::file_search::{render::render_for_model as render_files, router::search_all, FileHit, VectorStoreBackend};
+use crate::tools::file_search::FileSearchOptions;
 use crate::executors::web_search::{refine, render_for_model, SearchBackend, SearchRequest};
 use crate::executors::ServerTool;
 use crate::tools::{custom, ToolEntry};
@@ -24,6 +27,9 @@ pub enum Exec {
     Server(Arc<dyn ServerTool>),
     /// A web search; `include_sources` puts `action.sources` on the item.
     WebSearch { backend: Arc<dyn SearchBackend>, request: SearchRequest, include_sources: bool },
+    /// A file search of `queries` over the resolved `stores`; `include_results` fills the
+    /// item's `results`.
+    FileSearch { stores: Arc<Vec<(String, Arc<dyn VectorStoreBackend>)>>, options: FileSearchOptions, queries: Vec<String>, include_results: bool, timeout: Duration },
 }
 
 /// A validated gateway call, ready to run.
@@ -96,11 +102,14 @@ pub fn string_arg(args: &Value, key: &str) -> String {
 /// The custom-tool input parameter name.
 pub const INPUT: &str = custom::INPUT_PARAM;
 
+#[derive(Default)]
 struct Done {
     content: String,
     ok: bool,
     hits: Vec<Source>,
     usage: Option<Usage>,
+    /// A successful file search's chunks (numbered and rendered in call order).
+    files: Option<Vec<FileHit>>,
 }
 
 /// Runs `calls`. Each first gets its progress message (streams only) and its item
@@ -108,8 +117,9 @@ struct Done {
 /// execute in parallel (at most `max_parallel`, each bounded by `timeout`) and each result
 /// is recorded in call order. A failure or timeout is visible in the item (`status:
 /// "incomplete"` with an output starting `error: `, or a `failed` search) and in the text
-/// the model reads; it is never an empty success.
-pub async fn run_calls(calls: Vec<GatewayCall>, emitter: &mut Emitter, max_parallel: usize, timeout: Duration) -> Executed {
+/// the model reads; it is never an empty success. File-search chunks are numbered on from
+/// `files` (the turn's earlier chunks) and appended to it.
+pub async fn run_calls(calls: Vec<GatewayCall>, emitter: &mut Emitter, max_parallel: usize, timeout: Duration, files: &mut FileSources) -> Executed {
     let mut indices = Vec::with_capacity(calls.len());
     for c in &calls {
         let idx = match &c.exec {
@@ -122,6 +132,11 @@ pub async fn run_calls(calls: Vec<GatewayCall>, emitter: &mut Emitter, max_paral
             Exec::WebSearch { .. } => {
                 emitter.progress(&format!("Searching the web for “{}”", c.input));
                 emitter.web_search_start()
+            }
+            Exec::FileSearch { queries, .. } => {
+                let quoted: Vec<String> = queries.iter().map(|q| format!("“{q}”")).collect();
+                emitter.progress(&format!("Searching files for {}", quoted.join(", ")));
+                emitter.file_search_start()
             }
         };
         indices.push(idx);
@@ -147,6 +162,31 @@ pub async fn run_calls(calls: Vec<GatewayCall>, emitter: &mut Emitter, max_paral
                 let action = WebSearchAction { kind: "search".into(), query: call.input.clone(), queries: vec![call.input.clone()], sources };
                 emitter.web_search_done(idx, action, done.ok);
             }
+            Exec::FileSearch { queries, include_results, .. } => {
+                let mut done = done;
+                let hits = done.files.take();
+                let results = match (&hits, include_results) {
+                    (Some(h), true) => Some(
+                        h.iter()
+                            .map(|h| FileSearchResult {
+                                file_id: h.file_id.clone(),
+                                filename: h.filename.clone(),
+                                score: h.score,
+                                text: h.text.clone(),
+                                attributes: h.attributes.clone(),
+                            })
+                            .collect(),
+                    ),
+                    _ => None,
+                };
+                if let Some(hits) = &hits {
+                    done.content = render_files(queries, hits, files.list.len() + 1);
+                    files.list.extend(hits.iter().map(|h| FileSource { file_id: h.file_id.clone(), filename: h.filename.clone() }));
+                }
+                emitter.file_search_done(idx, queries.clone(), results, done.ok);
+                out.results.push(ToolResult { call_id: call.call_id.clone(), content: done.content });
+                continue;
+            }
         }
         if let Some(u) = &done.usage {
             out.usage.add(u);
@@ -166,20 +206,61 @@ fn execute(exec: Exec, input: String, timeout: Duration) -> BoxFuture<'static, D
         let timed_out = || format!("error: the tool timed out after {} ms", timeout.as_millis());
         match exec {
             Exec::Server(tool) => match tokio::time::timeout(timeout, tool.run(&input)).await {
-                Ok(Ok(out)) => Done { content: out, ok: true, hits: Vec::new(), usage: None },
-                Ok(Err(e)) => Done { content: format!("error: {e}"), ok: false, hits: Vec::new(), usage: None },
-                Err(_) => Done { content: timed_out(), ok: false, hits: Vec::new(), usage: None },
+                Ok(Ok(out)) => Done { content: out, ok: true, ..Done::default() },
+                Ok(Err(e)) => Done { content: format!("error: {e}"), ..Done::default() },
+                Err(_) => Done { content: timed_out(), ..Done::default() },
             },
+            Exec::FileSearch { stores, options, queries, timeout: search_timeout, .. } => {
+                let limit = timeout.min(search_timeout);
+                match file_search(&stores, &options, &queries, limit).await {
+                    Ok(hits) => Done { ok: true, files: Some(hits), ..Done::default() },
+                    Err(e) => Done { content: format!("error: file search failed: {e}"), ..Done::default() },
+                }
+            }
             Exec::WebSearch { backend, request, .. } => match tokio::time::timeout(timeout, backend.search(&request)).await {
                 Ok(Ok(outcome)) => {
                     let hits = refine(outcome.hits.clone(), &request);
                     let content = render_for_model(&request.query, &outcome, &hits);
                     let sources = hits.iter().map(|h| Source { url: h.url.clone(), title: h.title.clone() }).collect();
-                    Done { content, ok: true, hits: sources, usage: outcome.usage }
+                    Done { content, ok: true, hits: sources, usage: outcome.usage, files: None }
                 }
-                Ok(Err(e)) => Done { content: format!("error: web search failed: {e}"), ok: false, hits: Vec::new(), usage: None },
-                Err(_) => Done { content: timed_out(), ok: false, hits: Vec::new(), usage: None },
+                Ok(Err(e)) => Done { content: format!("error: web search failed: {e}"), ..Done::default() },
+                Err(_) => Done { content: timed_out(), ..Done::default() },
             },
         }
     })
+}
+
+/// Every query over every store (in parallel, within `timeout`), merged: one chunk (same
+/// file and text) keeps its best score; highest first; at most `max_num_results`. `Err`
+/// when every query failed.
+async fn file_search(stores: &[(String, Arc<dyn VectorStoreBackend>)], options: &FileSearchOptions, queries: &[String], timeout: Duration) -> Result<Vec<FileHit>, String> {
+    let requests: Vec<_> = queries.iter().map(|q| options.request(q.clone())).collect();
+    let runs = requests.iter().map(|r| search_all(stores, r, timeout));
+    let mut merged: Vec<FileHit> = Vec::new();
+    let mut first_err = None;
+    let mut ok = false;
+    for r in futures_util::future::join_all(runs).await {
+        match r {
+            Ok(hits) => {
+                ok = true;
+                for h in hits {
+                    match merged.iter_mut().find(|m| m.file_id == h.file_id && m.text == h.text) {
+                        Some(m) if m.score < h.score => *m = h,
+                        Some(_) => {}
+                        None => merged.push(h),
+                    }
+                }
+            }
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    if !ok {
+        return Err(first_err.unwrap_or_else(|| "no query to search".into()));
+    }
+    merged.sort_by(|a, b| b.score.total_cmp(&a.score));
+    merged.truncate(options.max_num_results.clamp(1, 50) as usize);
+    Ok(merged)
 }

@@ -35,8 +35,14 @@ pub struct Prepared {
     pub include: Vec<String>,
     /// The deployment's executors (shared, cheap to clone).
     pub executors: Arc<Registry>,
+    /// The executor of each `file_search` vector store, resolved by
+    /// [`crate::turn::state::resolve_file_stores`] (empty until then).
+    pub file_stores: Vec<(String, Arc<dyn crate::executors::file_search::VectorStoreBackend>)>,
     pub stream: bool,
     pub store: bool,
+    /// Cancelled when the gateway shuts down and its grace period is over: the turn then
+    /// ends [`crate::events::emitter::Terminal::Interrupted`].
+    pub cancel: tokio_util::sync::CancellationToken,
     /// What to write when the turn ends (`store: true` or a conversation); set by
     /// [`crate::turn::state::prepare`].
     pub persist: Option<crate::turn::persist::Persist>,
@@ -212,6 +218,8 @@ pub fn prepare_with(
         max_tool_calls: req.max_tool_calls,
         include: req.include.clone().unwrap_or_default(),
         executors: registry.clone(),
+        file_stores: Vec::new(),
+        cancel: Default::default(),
         stream: req.stream.unwrap_or(false),
         store,
         persist: None,

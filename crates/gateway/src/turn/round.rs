@@ -6,6 +6,7 @@ use protocol::response::Usage;
 
 use crate::events::citations::Source;
 use crate::events::emitter::Emitter;
+use crate::events::file_citations::{FileSources, MarkerFilter};
 use crate::events::ids::new_id;
 use crate::tools::custom::InputDecoder;
 use crate::tools::{Owner, ToolKind, ToolSet};
@@ -30,11 +31,14 @@ pub struct Round {
     pub message: Option<usize>,
     pub calls: Vec<PendingCall>,
     pub finish: Option<FinishReason>,
+    /// Removes `【N】` markers from the message when the turn has file search.
+    markers: Option<MarkerFilter>,
 }
 
 impl Round {
-    /// Applies one upstream event.
-    pub fn on_event(&mut self, ev: UpstreamEvent, tools: &ToolSet, emitter: &mut Emitter, usage: &mut Usage) {
+    /// Applies one upstream event. `files` are the turn's file-search chunks: with file
+    /// search declared, citation markers leave the text and become `file_citation`s.
+    pub fn on_event(&mut self, ev: UpstreamEvent, tools: &ToolSet, emitter: &mut Emitter, usage: &mut Usage, files: &FileSources) {
         match ev {
             UpstreamEvent::Text(delta) => {
                 let idx = match self.message {
@@ -42,10 +46,27 @@ impl Round {
                     None => {
                         let i = emitter.message_start();
                         self.message = Some(i);
+                        if files.enabled {
+                            self.markers = Some(MarkerFilter::default());
+                        }
                         i
                     }
                 };
-                emitter.text_delta(idx, delta);
+                match &mut self.markers {
+                    None => emitter.text_delta(idx, delta),
+                    Some(filter) => {
+                        let (text, found) = filter.feed(&delta);
+                        if !text.is_empty() {
+                            emitter.text_delta(idx, text);
+                        }
+                        // A marker naming no retrieved chunk is dropped without annotation.
+                        for m in found {
+                            if let Some(source) = files.get(m.n) {
+                                emitter.file_citation(idx, m.index, source);
+                            }
+                        }
+                    }
+                }
             }
             UpstreamEvent::ToolCall { index, id, name, arguments } => {
                 let pos = match self.calls.iter().position(|c| c.index == index) {
@@ -97,6 +118,12 @@ impl Round {
         let phase = if self.calls.is_empty() { Phase::FinalAnswer } else { Phase::Commentary };
         match self.message.take() {
             Some(idx) => {
+                if let Some(mut filter) = self.markers.take() {
+                    let rest = filter.flush();
+                    if !rest.is_empty() {
+                        emitter.text_delta(idx, rest);
+                    }
+                }
                 let text = emitter.message_text(idx);
                 emitter.annotate_message(idx, sources);
                 emitter.message_done(idx, phase, status);

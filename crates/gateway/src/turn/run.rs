@@ -11,6 +11,9 @@ use protocol::Response;
 
 use crate::events::emitter::{Emitter, Terminal};
 use crate::events::citations::Source;
+use crate::events::file_citations::FileSources;
+use crate::executors::file_search::VectorStoreBackend;
+use std::sync::Arc;
 use crate::executors::Registry;
 use crate::tools::{custom, Owner, ToolChoice, ToolEntry, ToolKind};
 use serde_json::Value;
@@ -50,8 +53,15 @@ pub struct Outcome {
 
 /// Runs the turn to its one terminal event and returns the folded Response.
 pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitter, limits: Limits) -> Outcome {
-    let Prepared { upstream_model, mut transcript, tools, mut sampling, max_output_tokens, max_tool_calls, include, executors, .. } = turn;
+    let Prepared { upstream_model, mut transcript, tools, mut sampling, max_output_tokens, max_tool_calls, include, executors, file_stores, cancel, .. } = turn;
     let include_sources = include.iter().any(|i| i == "web_search_call.action.sources");
+    let bind_ctx = BindContext {
+        executors: &executors,
+        include_sources,
+        include_results: include.iter().any(|i| i == "file_search_call.results"),
+        file_stores: Arc::new(file_stores),
+    };
+    let mut files = FileSources { enabled: tools.file_search().is_some(), list: Vec::new() };
     let mut sources: Vec<Source> = Vec::new();
     let mut usage = Usage::default();
     let mut executed: u64 = 0;
@@ -77,15 +87,25 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
             sampling: &sampling,
         };
         let mut round = Round::default();
-        let failure = match upstream.stream(&req).await {
-            Err(e) => Some(e),
-            Ok(mut stream) => loop {
-                match stream.next().await {
-                    None => break None,
-                    Some(Err(e)) => break Some(e),
-                    Some(Ok(ev)) => round.on_event(ev, if last { &no_tools } else { &tools }, emitter, &mut usage),
-                }
-            },
+        let streamed = async {
+            match upstream.stream(&req).await {
+                Err(e) => Some(e),
+                Ok(mut stream) => loop {
+                    match stream.next().await {
+                        None => break None,
+                        Some(Err(e)) => break Some(e),
+                        Some(Ok(ev)) => round.on_event(ev, if last { &no_tools } else { &tools }, emitter, &mut usage, &files),
+                    }
+                },
+            }
+        };
+        let failure = tokio::select! {
+            f = streamed => f,
+            () = cancel.cancelled() => {
+                let text = round.close_all(emitter, ItemStatus::Incomplete, &sources);
+                push_text(&mut transcript, text);
+                return finish(emitter, transcript, Terminal::Interrupted, usage, None);
+            }
         };
         if let Some(err) = failure {
             let text = round.close_all(emitter, ItemStatus::Incomplete, &sources);
@@ -130,7 +150,7 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
                     Ok(_) if max_tool_calls.is_some_and(|cap| executed >= cap) => answers.push(reject(
                         "error: max_tool_calls reached; this call was not executed. Answer with what you have.".into(),
                     )),
-                    Ok(args) => match bind(entry, &args, &executors, include_sources) {
+                    Ok(args) => match bind(entry, &args, &bind_ctx) {
                         Some((input, exec)) => {
                             executed += 1;
                             gateway.push(GatewayCall { call_id: call.call_id.clone(), name: entry.name.clone(), input, exec });
@@ -141,7 +161,7 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
             }
         }
         let ran_gateway = !gateway.is_empty();
-        let done = execute::run_calls(gateway, emitter, limits.max_parallel, limits.call_timeout).await;
+        let done = execute::run_calls(gateway, emitter, limits.max_parallel, limits.call_timeout, &mut files).await;
         usage.add(&done.usage);
         for s in done.sources {
             if !sources.iter().any(|k| k.url == s.url) {
@@ -184,8 +204,18 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
     finish(emitter, transcript, Terminal::Completed, usage, None)
 }
 
+/// What binding a gateway call needs besides the call: the executors, the `include`
+/// switches, and the vector stores resolved for this turn.
+struct BindContext<'a> {
+    executors: &'a Registry,
+    include_sources: bool,
+    include_results: bool,
+    file_stores: Arc<Vec<(String, Arc<dyn VectorStoreBackend>)>>,
+}
+
 /// Binds a validated gateway call to its executor: the input it runs on and where.
-fn bind(entry: &ToolEntry, args: &Value, executors: &Registry, include_sources: bool) -> Option<(String, Exec)> {
+fn bind(entry: &ToolEntry, args: &Value, ctx: &BindContext<'_>) -> Option<(String, Exec)> {
+    let (executors, include_sources) = (ctx.executors, ctx.include_sources);
     match &entry.kind {
         ToolKind::ServerCustom => {
             let tool = entry.executor.clone()?;
@@ -196,6 +226,22 @@ fn bind(entry: &ToolEntry, args: &Value, executors: &Registry, include_sources: 
             let query = execute::string_arg(args, "query");
             let request = options.request(query.clone());
             Some((query, Exec::WebSearch { backend, request, include_sources }))
+        }
+        ToolKind::FileSearch(options) => {
+            let queries: Vec<String> = args
+                .get("queries")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).map(|q| q.trim().to_string()).filter(|q| !q.is_empty()).collect())
+                .unwrap_or_default();
+            let input = queries.join("\n");
+            let exec = Exec::FileSearch {
+                stores: ctx.file_stores.clone(),
+                options: options.clone(),
+                queries,
+                include_results: ctx.include_results,
+                timeout: executors.file_search.timeout,
+            };
+            Some((input, exec))
         }
         ToolKind::Function | ToolKind::Custom => None,
     }

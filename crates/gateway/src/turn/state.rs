@@ -18,6 +18,7 @@ use crate::events::ids::new_id;
 use crate::executors::Registry;
 use crate::store::{items, LeaseOutcome, Store, StoreError};
 use crate::turn::persist::{ConversationTurn, Persist};
+use crate::executors::file_search::router::ResolveError;
 use crate::turn::prepare::{prepare_with, Prepared};
 use crate::turn::transcript::{self, Transcript};
 
@@ -139,7 +140,10 @@ pub async fn prepare(req: CreateResponse, body: &[u8], ctx: &Context<'_>) -> Res
         ctx.store.ping().await?;
     }
     let previous_response_id = from.previous_response_id.clone();
-    let result = prepare_with(req, ctx.models, ctx.reject_unknown, ctx.registry, from);
+    let result = match prepare_with(req, ctx.models, ctx.reject_unknown, ctx.registry, from) {
+        Ok(mut p) => resolve_file_stores(&mut p).await.map(|()| p),
+        Err(e) => Err(e),
+    };
     let mut prepared = match result {
         Ok(p) => p,
         Err(e) => {
@@ -272,4 +276,35 @@ mod tests {
         assert_eq!(shift_index("input", 5), "input");
         assert_eq!(shift_index("tools[0]", 5), "tools[0]");
     }
+}
+
+/// Resolves the executor of every `file_search` vector store before any model call: an id
+/// no executor knows is a 400 `invalid_request_error` naming it (param
+/// `tools[i].vector_store_ids`); a store whose executor is not configured is a 400 naming
+/// the missing setting (code `tool_not_configured`).
+pub async fn resolve_file_stores(p: &mut Prepared) -> Result<(), HttpError> {
+    let Some(options) = p.tools.file_search() else { return Ok(()) };
+    let param = p
+        .tools
+        .echo
+        .iter()
+        .position(|t| t.get("type").and_then(Value::as_str) == Some("file_search"))
+        .map(|i| format!("tools[{i}].vector_store_ids"))
+        .unwrap_or_else(|| "tools".to_string());
+    let router = &p.executors.file_search;
+    let resolved = futures_util::future::join_all(options.vector_store_ids.iter().map(|id| router.resolve(id))).await;
+    let mut stores = Vec::with_capacity(resolved.len());
+    for (id, r) in options.vector_store_ids.iter().zip(resolved) {
+        match r {
+            Ok(backend) => stores.push((id.clone(), backend)),
+            Err(ResolveError::Unknown(id)) => {
+                return Err(HttpError::bad_request(Some(param), format!("Vector store with id '{id}' not found.")).with_code("vector_store_not_found"))
+            }
+            Err(ResolveError::NotConfigured(why)) => {
+                return Err(HttpError::bad_request(Some(param), why).with_code("tool_not_configured"))
+            }
+        }
+    }
+    p.file_stores = stores;
+    Ok(())
 }

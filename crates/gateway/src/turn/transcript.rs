@@ -203,6 +203,13 @@ pub fn build(
                 t.push_call(call);
                 t.push_tool_result(ws.id.clone(), result);
             }
+            InputItem::FileSearchCall(fs) => {
+                // Lossy without `include: ["file_search_call.results"]`: then only the
+                // queries come back. With results, the chunks are shown again as they were.
+                let (call, result) = file_search_replay(fs);
+                t.push_call(call);
+                t.push_tool_result(fs.id.clone(), result);
+            }
             InputItem::Reasoning(_) | InputItem::Other { .. } => {}
             InputItem::ItemReference { id } => {
                 return Err(ApiError::invalid(
@@ -247,6 +254,36 @@ fn web_search_replay(ws: &protocol::input::WebSearchCallItem) -> (Call, String) 
         call_id: ws.id.clone(),
         name: WEB_SEARCH_FUNCTION.to_string(),
         arguments: serde_json::json!({"query": query}).to_string(),
+    };
+    (call, result)
+}
+
+fn file_search_replay(fs: &protocol::input::FileSearchCallItem) -> (Call, String) {
+    use crate::executors::file_search::{render::render_for_model, FileHit};
+    let call = Call {
+        call_id: fs.id.clone(),
+        name: crate::tools::file_search::FUNCTION.to_string(),
+        arguments: serde_json::json!({"queries": fs.queries}).to_string(),
+    };
+    let result = match &fs.results {
+        Some(results) => {
+            let str_of = |v: &serde_json::Value, k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or_default().to_string();
+            let hits: Vec<FileHit> = results
+                .iter()
+                .map(|r| FileHit {
+                    file_id: str_of(r, "file_id"),
+                    filename: str_of(r, "filename"),
+                    score: r.get("score").and_then(|x| x.as_f64()).unwrap_or(0.0),
+                    text: str_of(r, "text"),
+                    attributes: r.get("attributes").and_then(|a| a.as_object()).cloned().unwrap_or_default(),
+                })
+                .collect();
+            render_for_model(&fs.queries, &hits, 1)
+        }
+        None => format!(
+            "File search for {} (earlier turn; the results were not kept).",
+            fs.queries.iter().map(|q| format!("\"{q}\"")).collect::<Vec<_>>().join(", ")
+        ),
     };
     (call, result)
 }

@@ -1,0 +1,674 @@
+// The playground page: settings, the streamed transcript and the browser-side tool loop.
+// Talks only to this gateway's public API with relative URLs (works behind a path prefix).
+
+import {
+  SseParser, toolSettings, replayable, isCommentary, pendingFunctionCalls, runBrowserTool,
+  segmentText, safeUrl, errorMessage, BROWSER_TOOLS,
+} from './lib.js';
+
+const $ = (id) => document.getElementById(id);
+const MAX_BROWSER_ROUNDS = 6;
+
+const state = {
+  history: [],          // items the page replays (store: false), also kept in previous_response_id mode
+  lastResponseId: null, // the last stored response (previous_response_id mode)
+  busy: false,
+  controller: null,
+  seq: 0,               // render order of transcript steps (data-seq), for readers and tests
+};
+
+// ---------------------------------------------------------------- small DOM helpers
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'class') node.className = v;
+    else if (k === 'text') node.textContent = v;
+    else node.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children) if (c !== null && c !== undefined) node.append(c);
+  return node;
+}
+
+function stamp(node) {
+  node.dataset.seq = String(++state.seq);
+  return node;
+}
+
+function announce(text) {
+  $('announce').textContent = text;
+}
+
+function scrollToEnd() {
+  const log = $('log');
+  const nearEnd = window.innerHeight + window.scrollY >= document.body.scrollHeight - 160;
+  if (nearEnd) window.scrollTo({ top: document.body.scrollHeight });
+  return log;
+}
+
+function pretty(text) {
+  if (typeof text !== 'string') return JSON.stringify(text, null, 2);
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    return text;
+  }
+}
+
+function plural(n, word) {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
+function link(url, label) {
+  const href = safeUrl(url);
+  if (!href) return el('span', { text: label || url });
+  return el('a', { href, target: '_blank', rel: 'noopener noreferrer', text: label || url });
+}
+
+// ---------------------------------------------------------------- settings
+
+function currentSettings() {
+  const store = $('vector-store');
+  return {
+    webSearch: $('tool-web_search').checked,
+    packageVersion: $('tool-package_version').checked,
+    fileSearch: $('tool-file_search').checked && !$('tool-file_search').disabled,
+    vectorStoreIds: store.value ? [store.value] : [],
+    browserTime: $('tool-get_browser_time').checked,
+    toolChoice: $('tool-choice').value,
+  };
+}
+
+/** Keeps the named entries of the tool_choice selector in step with the switched-on tools. */
+function refreshToolChoice() {
+  const select = $('tool-choice');
+  const chosen = select.value;
+  for (const opt of [...select.options]) if (opt.value.startsWith('tool:')) opt.remove();
+  for (const name of toolSettings({ ...currentSettings(), toolChoice: 'auto' }).named) {
+    select.append(el('option', { value: `tool:${name}`, text: `only ${name}` }));
+  }
+  select.value = [...select.options].some((o) => o.value === chosen) ? chosen : 'auto';
+}
+
+async function getJson(path) {
+  const res = await fetch(path, { headers: { accept: 'application/json' } });
+  let body = null;
+  try {
+    body = await res.json();
+  } catch {
+    body = null;
+  }
+  if (!res.ok) {
+    const error = new Error(`HTTP ${res.status}: ${errorMessage(body, res.statusText || 'error')}`);
+    error.status = res.status;
+    throw error;
+  }
+  return body;
+}
+
+async function loadModels() {
+  const select = $('model');
+  const note = $('model-note');
+  try {
+    const body = await getJson('v1/models');
+    const ids = (body && Array.isArray(body.data) ? body.data : []).map((m) => m && m.id).filter((id) => typeof id === 'string');
+    select.replaceChildren(...ids.map((id) => el('option', { value: id, text: id })));
+    note.textContent = ids.length ? '' : 'The gateway lists no models.';
+  } catch (e) {
+    note.textContent = `Could not load the models (${e.message}).`;
+    note.classList.add('warn');
+  }
+}
+
+async function loadVectorStores() {
+  const box = $('tool-file_search');
+  const select = $('vector-store');
+  const note = $('stores-note');
+  let stores = [];
+  try {
+    const body = await getJson('v1/vector_stores');
+    stores = (body && Array.isArray(body.data) ? body.data : []).filter((s) => s && typeof s.id === 'string');
+  } catch (e) {
+    note.textContent = e.status === 404
+      ? 'file_search is unavailable: this gateway has no vector store API (GET /v1/vector_stores: HTTP 404).'
+      : `file_search is unavailable: the vector stores could not be listed (${e.message}).`;
+    note.classList.add('warn');
+    return;
+  }
+  if (!stores.length) {
+    note.textContent = 'file_search is unavailable: there are no vector stores yet.';
+    note.classList.add('warn');
+    return;
+  }
+  select.replaceChildren(...stores.map((s) => el('option', { value: s.id, text: s.name ? `${s.name} (${s.id})` : s.id })));
+  box.disabled = false;
+  select.disabled = false;
+  note.textContent = `${plural(stores.length, 'vector store')}.`;
+  note.classList.remove('warn');
+}
+
+// ---------------------------------------------------------------- transcript rendering
+
+/** The view of one response: its items by output_index, in a <section>. */
+class ResponseView {
+  constructor(label) {
+    this.items = new Map();
+    this.section = stamp(el('section', { class: 'response', 'aria-label': label }));
+    this.meta = el('p', { class: 'meta', text: label });
+    this.section.append(this.meta);
+    $('log').append(this.section);
+  }
+
+  /** Shows an error; a later one of the same response (the terminal response.failed after an
+   * `error` event) replaces it, so one failure is shown once. */
+  error(message) {
+    if (this.errorBox) {
+      this.errorBox.textContent = message;
+    } else {
+      this.errorBox = stamp(el('div', { class: 'error', role: 'alert', text: message }));
+      this.section.append(this.errorBox);
+    }
+    announce(`Error: ${message}`);
+  }
+
+  notice(message) {
+    this.section.append(stamp(el('p', { class: 'notice', text: message })));
+  }
+
+  /** A tool entry: <details> with a summary line and a body. */
+  entry(kind, title, badge) {
+    const summary = el('summary', {},
+      el('span', { class: 'tool-kind', text: kind }),
+      el('span', { class: 'tool-title', text: title }),
+      el('span', { class: 'badge', text: badge }));
+    const body = el('div', { class: 'tool-body' });
+    const details = stamp(el('details', { class: `tool tool-${kind}` }, summary, body));
+    this.section.append(details);
+    return { details, summary, body, badge: summary.querySelector('.badge'), title: summary.querySelector('.tool-title') };
+  }
+
+  added(index, item) {
+    let view;
+    switch (item.type) {
+      case 'message': view = this.message(item); break;
+      case 'reasoning': view = this.reasoning(item); break;
+      case 'web_search_call': view = this.webSearch(item); break;
+      case 'file_search_call': view = this.fileSearch(item); break;
+      case 'custom_tool_call': view = this.customCall(item); break;
+      case 'function_call': view = this.functionCall(item); break;
+      case 'custom_tool_call_output':
+      case 'function_call_output': view = this.callOutput(item); break;
+      default: {
+        const e = this.entry(item.type || 'item', '', item.status || '');
+        view = { item, update: (it) => { e.body.replaceChildren(el('pre', { text: JSON.stringify(it, null, 2) })); } };
+        view.update(item);
+      }
+    }
+    view.item = item;
+    this.items.set(index, view);
+    scrollToEnd();
+  }
+
+  get(index) {
+    return this.items.get(index);
+  }
+
+  done(index, item) {
+    const view = this.items.get(index);
+    if (!view) {
+      this.added(index, item);
+      this.items.get(index).update(item);
+    } else {
+      view.item = item;
+      view.update(item);
+    }
+  }
+
+  // --- messages: commentary apart from the answer, text streamed token by token
+  message(item) {
+    const commentary = isCommentary(item);
+    const box = stamp(el('div', { class: commentary ? 'commentary' : 'answer' }));
+    if (commentary) box.append(el('span', { class: 'label', text: 'commentary' }));
+    const text = el('p', { class: 'text' });
+    const notes = el('ol', { class: 'footnotes', hidden: true, 'aria-label': 'Sources' });
+    box.append(text, notes);
+    if (!commentary) box.classList.add('streaming');
+    this.section.append(box);
+    const view = {
+      raw: '',
+      annotations: [],
+      box,
+      append(delta) {
+        view.raw += delta;
+        if (view.annotations.length) view.render();
+        else text.append(delta); // token by token, no re-render
+      },
+      render() {
+        const { segments, notes: list } = segmentText(view.raw, view.annotations);
+        text.replaceChildren(...segments.map((s) => renderSegment(s, box.dataset.seq)));
+        notes.replaceChildren(...list.map((n) => renderNote(n, box.dataset.seq)));
+        notes.hidden = list.length === 0;
+      },
+      update(it) {
+        const part = (it.content || []).find((c) => c.type === 'output_text');
+        const refusal = (it.content || []).find((c) => c.type === 'refusal');
+        if (part) {
+          view.raw = part.text || '';
+          view.annotations = Array.isArray(part.annotations) ? part.annotations : [];
+        } else if (refusal) {
+          view.raw = refusal.refusal || '';
+          box.classList.add('refusal');
+        }
+        if (isCommentary(it) && box.classList.contains('answer')) {
+          box.className = 'commentary';
+          box.prepend(el('span', { class: 'label', text: 'commentary' }));
+        }
+        view.render();
+        if (it.status && it.status !== 'in_progress') box.classList.remove('streaming');
+        if (it.status === 'incomplete') box.classList.add('incomplete');
+      },
+    };
+    return view;
+  }
+
+  reasoning(item) {
+    const e = this.entry('reasoning', 'Reasoning', item.status || '');
+    const view = {
+      text: '',
+      append(delta) {
+        view.text += delta;
+        e.body.replaceChildren(el('p', { class: 'text', text: view.text }));
+      },
+      update(it) {
+        const summary = (it.summary || []).map((s) => s.text).join('\n\n');
+        const content = (it.content || []).map((c) => c.text).join('\n\n');
+        view.text = summary || content || view.text;
+        e.badge.textContent = it.status || 'done';
+        e.body.replaceChildren(el('p', { class: 'text', text: view.text || '(no summary)' }));
+      },
+    };
+    return view;
+  }
+
+  webSearch(item) {
+    const e = this.entry('web_search', 'searching…', item.status || 'in_progress');
+    const view = {
+      status(s) { e.badge.textContent = s; },
+      update(it) {
+        const action = it.action || {};
+        const query = action.query || (Array.isArray(action.queries) ? action.queries.join(' · ') : '');
+        const sources = Array.isArray(action.sources) ? action.sources : [];
+        e.title.textContent = query ? `“${query}”` : (action.url || action.type || '');
+        e.badge.textContent = `${it.status}${sources.length ? ` · ${plural(sources.length, 'source')}` : ''}`;
+        e.details.classList.toggle('failed', it.status === 'failed');
+        const body = [el('p', {}, el('strong', { text: 'Query: ' }), query || '—')];
+        if (sources.length) {
+          body.push(el('ul', { class: 'sources' }, ...sources.map((s) => el('li', {}, link(s.url)))));
+        } else if (it.status === 'completed') {
+          body.push(el('p', { class: 'note', text: 'No sources reported.' }));
+        }
+        e.body.replaceChildren(...body);
+      },
+    };
+    view.update(item);
+    return view;
+  }
+
+  fileSearch(item) {
+    const e = this.entry('file_search', 'searching files…', item.status || 'in_progress');
+    const view = {
+      status(s) { e.badge.textContent = s; },
+      update(it) {
+        const queries = Array.isArray(it.queries) ? it.queries : [];
+        const results = Array.isArray(it.results) ? it.results : [];
+        e.title.textContent = queries.length ? queries.map((q) => `“${q}”`).join(' · ') : 'file search';
+        e.badge.textContent = `${it.status}${results.length ? ` · ${plural(results.length, 'result')}` : ''}`;
+        e.details.classList.toggle('failed', it.status === 'failed');
+        const body = [el('p', {}, el('strong', { text: 'Queries: ' }), queries.join(' · ') || '—')];
+        if (results.length) {
+          body.push(el('ol', { class: 'results' }, ...results.map((r) => el('li', {},
+            el('strong', { text: r.filename || r.file_id || 'file' }),
+            typeof r.score === 'number' ? el('span', { class: 'score', text: ` score ${r.score.toPrecision(3)}` }) : null,
+            r.text ? el('blockquote', { text: r.text }) : null))));
+        }
+        e.body.replaceChildren(...body);
+      },
+    };
+    view.update(item);
+    return view;
+  }
+
+  customCall(item) {
+    const e = this.entry('custom_tool_call', item.name || '', 'calling on the gateway');
+    const input = el('pre', { class: 'tool-input', text: item.input || '' });
+    const output = el('div', { class: 'tool-output-slot' });
+    e.body.append(el('p', { class: 'label', text: 'Input' }), input, output);
+    const view = {
+      call_id: item.call_id,
+      entry: e,
+      output,
+      append(delta) { input.textContent += delta; },
+      update(it) {
+        input.textContent = it.input || '';
+        if (it.status === 'failed') e.badge.textContent = 'failed';
+      },
+    };
+    return view;
+  }
+
+  functionCall(item) {
+    const owner = Object.prototype.hasOwnProperty.call(BROWSER_TOOLS, item.name) ? 'browser tool' : 'client tool';
+    const e = this.entry('function_call', item.name || '', `returned to the ${owner === 'browser tool' ? 'browser' : 'client'}`);
+    e.details.classList.add('client');
+    const args = el('pre', { class: 'tool-input', text: item.arguments || '' });
+    const output = el('div', { class: 'tool-output-slot' });
+    e.body.append(el('p', { class: 'label', text: 'Arguments' }), args, output);
+    const view = {
+      call_id: item.call_id,
+      entry: e,
+      output,
+      append(delta) { args.textContent += delta; },
+      update(it) { args.textContent = pretty(it.arguments || ''); },
+    };
+    return view;
+  }
+
+  /** Puts a tool output under its call's entry (or on its own when there is no such call). */
+  callOutput(item) {
+    const call = [...this.items.values()].find((v) => v.call_id && v.call_id === item.call_id);
+    const block = stamp(el('div', { class: 'tool-output' },
+      el('p', { class: 'label', text: item.type === 'custom_tool_call_output' ? 'Output (executed on the gateway)' : 'Output' }),
+      el('pre', { text: typeof item.output === 'string' ? item.output : JSON.stringify(item.output, null, 2) })));
+    if (call) {
+      call.output.append(block);
+      call.entry.badge.textContent = item.status === 'failed' ? 'failed on the gateway' : 'executed on the gateway';
+      call.entry.details.classList.add('executed');
+      call.entry.details.classList.toggle('failed', item.status === 'failed');
+    } else {
+      const e = this.entry(item.type, item.call_id || '', item.status || 'done');
+      e.body.append(block);
+    }
+    return { update() {} };
+  }
+}
+
+function renderSegment(s, scope) {
+  if (s.kind === 'text') return document.createTextNode(s.text);
+  const ref = el('sup', { class: 'ref' }, el('a', { href: `#note-${scope}-${s.note.n}`, text: `[${s.note.n}]`, 'aria-label': `source ${s.note.n}` }));
+  if (s.kind === 'marker') return ref;
+  const href = s.note.type === 'url_citation' ? safeUrl(s.note.url) : null;
+  const span = href
+    ? el('a', { class: 'cite', href, target: '_blank', rel: 'noopener noreferrer', title: s.note.title || href, text: s.text })
+    : el('mark', { class: 'cite', title: s.note.filename || '', text: s.text });
+  const wrap = document.createDocumentFragment();
+  wrap.append(span, ref);
+  return wrap;
+}
+
+function renderNote(n, scope) {
+  const li = el('li', { id: `note-${scope}-${n.n}`, value: n.n });
+  if (n.type === 'url_citation') li.append(link(n.url, n.title || n.url), el('span', { class: 'url', text: ` ${n.url}` }));
+  else li.append(el('span', { text: n.filename || n.file_id || 'file' }), n.file_id ? el('code', { text: ` ${n.file_id}` }) : '');
+  return li;
+}
+
+// ---------------------------------------------------------------- one request
+
+function requestBody(newItems, toolChoiceOverride) {
+  const s = currentSettings();
+  const ts = toolSettings({ ...s, toolChoice: toolChoiceOverride || s.toolChoice });
+  const mode = $('history-mode').value;
+  const body = { model: $('model').value || undefined, stream: true };
+  if (ts.tools.length) {
+    body.tools = ts.tools;
+    body.tool_choice = ts.toolChoice;
+  }
+  if (ts.include.length) body.include = ts.include;
+  if (mode === 'previous' && state.lastResponseId) {
+    body.previous_response_id = state.lastResponseId;
+    body.input = newItems;
+  } else {
+    body.input = state.history.concat(newItems);
+  }
+  body.store = mode === 'previous';
+  return body;
+}
+
+/** Sends one request and renders its stream; resolves to the terminal Response (or null). */
+async function streamResponse(body, view) {
+  const controller = new AbortController();
+  state.controller = controller;
+  let res;
+  try {
+    res = await fetch('v1/responses', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify(body),
+      signal: controller.signal,
+    });
+  } catch (e) {
+    view.error(controller.signal.aborted ? 'Stopped.' : `The gateway could not be reached: ${e.message}`);
+    return null;
+  }
+  if (!res.ok) {
+    let detail = null;
+    try {
+      detail = await res.json();
+    } catch {
+      detail = null;
+    }
+    view.error(`HTTP ${res.status}: ${errorMessage(detail, res.statusText || 'request failed')}`);
+    return null;
+  }
+  const parser = new SseParser();
+  const decoder = new TextDecoder();
+  const reader = res.body.getReader();
+  let terminal = null;
+  const handle = (ev) => {
+    let data;
+    try {
+      data = JSON.parse(ev.data);
+    } catch {
+      return;
+    }
+    const t = handleEvent(data, view);
+    if (t) terminal = t;
+  };
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      for (const ev of parser.push(decoder.decode(value, { stream: true }))) handle(ev);
+    }
+    for (const ev of parser.push(decoder.decode())) handle(ev);
+    for (const ev of parser.end()) handle(ev);
+  } catch (e) {
+    view.error(controller.signal.aborted ? 'Stopped.' : `The stream broke off: ${e.message}`);
+    return null;
+  }
+  if (!terminal) view.error('The stream ended without a terminal event.');
+  return terminal;
+}
+
+/** Applies one event to the view; returns the Response on a terminal event. */
+function handleEvent(ev, view) {
+  const type = ev.type || '';
+  switch (type) {
+    case 'response.created':
+      view.responseId = ev.response && ev.response.id;
+      view.meta.textContent = `${view.meta.textContent} · ${view.responseId || ''}`;
+      return null;
+    case 'response.output_item.added':
+      view.added(ev.output_index, ev.item || {});
+      return null;
+    case 'response.output_item.done':
+      view.done(ev.output_index, ev.item || {});
+      return null;
+    case 'response.output_text.delta':
+    case 'response.refusal.delta':
+    case 'response.reasoning_summary_text.delta':
+    case 'response.reasoning_text.delta':
+    case 'response.function_call_arguments.delta':
+    case 'response.custom_tool_call_input.delta': {
+      const v = view.get(ev.output_index);
+      if (v && v.append) v.append(ev.delta || '');
+      scrollToEnd();
+      return null;
+    }
+    case 'response.output_text.annotation.added': {
+      const v = view.get(ev.output_index);
+      if (v && v.annotations && ev.annotation) {
+        v.annotations = v.annotations.concat([ev.annotation]);
+        v.render();
+      }
+      return null;
+    }
+    case 'response.content_part.done': {
+      const v = view.get(ev.output_index);
+      if (v && v.render && ev.part && ev.part.type === 'output_text') {
+        v.raw = ev.part.text || v.raw;
+        v.annotations = Array.isArray(ev.part.annotations) ? ev.part.annotations : v.annotations;
+        v.render();
+      }
+      return null;
+    }
+    case 'response.web_search_call.in_progress':
+    case 'response.web_search_call.searching':
+    case 'response.web_search_call.completed':
+    case 'response.file_search_call.in_progress':
+    case 'response.file_search_call.searching':
+    case 'response.file_search_call.completed': {
+      const v = view.get(ev.output_index);
+      if (v && v.status) v.status(type.split('.').pop());
+      return null;
+    }
+    case 'error':
+      view.error(errorMessage(ev, 'stream error'));
+      return null;
+    case 'response.failed':
+      view.error(`The response failed: ${errorMessage(ev.response && ev.response.error, 'no reason given')}`);
+      return ev.response || {};
+    case 'response.incomplete': {
+      const reason = ev.response && ev.response.incomplete_details && ev.response.incomplete_details.reason;
+      view.notice(`The response is incomplete${reason ? ` (${reason})` : ''}.`);
+      return ev.response || {};
+    }
+    case 'response.completed':
+      return ev.response || {};
+    default:
+      return null;
+  }
+}
+
+// ---------------------------------------------------------------- a turn, with the browser tool loop
+
+async function runTurn(text) {
+  const userItem = { type: 'message', role: 'user', content: [{ type: 'input_text', text }] };
+  $('log').append(stamp(el('div', { class: 'user' }, el('span', { class: 'label', text: 'You' }), el('p', { class: 'text', text }))));
+  let newItems = [userItem];
+  let toolChoice = null;
+  for (let round = 0; round <= MAX_BROWSER_ROUNDS; round++) {
+    const body = requestBody(newItems, toolChoice);
+    const how = body.previous_response_id ? `previous_response_id ${body.previous_response_id}` : `${body.input.length} input item${body.input.length === 1 ? '' : 's'}${body.store ? '' : ', store: false'}`;
+    const view = new ResponseView(round === 0 ? `Assistant (${how})` : `Assistant, after the browser tool (${how})`);
+    const response = await streamResponse(body, view);
+    if (!response || response.status === 'failed') return;
+    const output = Array.isArray(response.output) ? response.output : [];
+    state.history = state.history.concat(newItems, replayable(output));
+    state.lastResponseId = body.store ? response.id || null : null;
+    const pending = pendingFunctionCalls(output);
+    if (!pending.length || response.status !== 'completed') {
+      announce('Answer complete.');
+      return;
+    }
+    if (round === MAX_BROWSER_ROUNDS) {
+      view.error(`Stopped after ${MAX_BROWSER_ROUNDS} browser tool rounds.`);
+      return;
+    }
+    // The model's turn ended with client calls: run them here, then resume with their outputs.
+    newItems = [];
+    for (const call of pending) {
+      const slot = [...view.items.values()].find((v) => v.call_id === call.call_id);
+      const out = runBrowserTool(call.name, call.arguments);
+      const block = stamp(el('div', { class: 'tool-output browser-run' },
+        el('p', { class: 'label', text: 'Output (ran in this browser)' }),
+        el('pre', { text: pretty(out) })));
+      if (slot) {
+        slot.output.append(block);
+        slot.entry.badge.textContent = 'ran in the browser';
+        slot.entry.details.classList.add('executed');
+      } else {
+        view.section.append(block);
+      }
+      newItems.push({ type: 'function_call_output', call_id: call.call_id, output: out });
+    }
+    toolChoice = 'auto';
+  }
+}
+
+async function send() {
+  const prompt = $('prompt');
+  const text = prompt.value.trim();
+  if (!text || state.busy) return;
+  prompt.value = '';
+  state.busy = true;
+  $('send').disabled = true;
+  $('stop').hidden = false;
+  $('log').setAttribute('aria-busy', 'true');
+  try {
+    await runTurn(text);
+  } finally {
+    state.busy = false;
+    state.controller = null;
+    $('send').disabled = false;
+    $('stop').hidden = true;
+    $('log').setAttribute('aria-busy', 'false');
+    document.body.dataset.idle = 'true';
+    prompt.focus();
+  }
+}
+
+// ---------------------------------------------------------------- wiring
+
+function init() {
+  $('composer').addEventListener('submit', (e) => {
+    e.preventDefault();
+    delete document.body.dataset.idle;
+    send();
+  });
+  $('prompt').addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      $('composer').requestSubmit();
+    }
+  });
+  // Enter toggles a tool switch too (Space does natively).
+  for (const box of document.querySelectorAll('input[type=checkbox]')) {
+    box.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter') {
+        e.preventDefault();
+        box.click();
+      }
+    });
+    box.addEventListener('change', refreshToolChoice);
+  }
+  $('vector-store').addEventListener('change', refreshToolChoice);
+  $('stop').addEventListener('click', () => state.controller && state.controller.abort());
+  $('new-chat').addEventListener('click', () => {
+    if (state.controller) state.controller.abort();
+    state.history = [];
+    state.lastResponseId = null;
+    $('log').replaceChildren();
+    announce('New conversation.');
+    $('prompt').focus();
+  });
+  if (window.matchMedia('(max-width: 640px)').matches) $('settings').open = false;
+  refreshToolChoice();
+  Promise.all([loadModels(), loadVectorStores()]).finally(() => {
+    refreshToolChoice();
+    document.body.dataset.ready = 'true';
+  });
+}
+
+init();

@@ -1,0 +1,396 @@
+// The playground page end to end in Debian's headless Chromium: the real gateway binary on
+// scripted-upstream and the SearXNG-shaped fixture. Every test saves a screenshot in
+// target/browser-shots (BROWSER_SHOTS_DIR).
+
+import { after, before, beforeEach, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Upstream, startSearch, startGateway, launchBrowser, shot } from './harness.mjs';
+
+// What the search fixture (scripts/real_model/searxng_fixture.py) returns and the gateway keeps.
+const WIKI = 'https://en.wikipedia.org/wiki/2025_Tour_de_France';
+const LETOUR = 'https://www.letour.fr/en/rankings';
+const QUERY = 'tour de france 2025 winner';
+// Astral and non-ASCII characters before the cited span: code points != UTF-16 units != bytes.
+const CITED_SPAN = `([Wikipedia](${WIKI}))`;
+const SEARCH_ANSWER = `🚴 Tadej Pogačar won the 2025 Tour 🏆 ${CITED_SPAN}. Rankings: ${LETOUR}`;
+
+const chunks = (text, n = 9) => {
+  const cps = [...text];
+  const out = [];
+  for (let i = 0; i < cps.length; i += n) out.push(cps.slice(i, i + n).join(''));
+  return out;
+};
+const HANDBOOK = '# Zürich cafés\n\nCafé Schober opened in 1842 and is the oldest café in Zürich.\n';
+const searchCall = { name: 'web_search', arguments: JSON.stringify({ query: QUERY }) };
+
+let upstream;
+let search;
+let gateway;
+let browser;
+
+before(async () => {
+  upstream = await Upstream.start();
+  search = await startSearch();
+  gateway = await startGateway({ upstream, search });
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  await gateway?.stop();
+  await search?.stop();
+  await upstream?.stop();
+});
+
+beforeEach(async () => {
+  await upstream.reset();
+});
+
+/** A fresh page on the playground, with the POST bodies it sends to /v1/responses. */
+async function openPage({ width = 1100, height = 900 } = {}) {
+  const page = await browser.context.newPage();
+  await page.setViewportSize({ width, height });
+  const posts = [];
+  const consoleErrors = [];
+  page.on('request', (req) => {
+    if (req.method() === 'POST' && new URL(req.url()).pathname === '/v1/responses') posts.push(JSON.parse(req.postData() || 'null'));
+  });
+  page.on('console', (msg) => { if (msg.type() === 'error') consoleErrors.push(msg.text()); });
+  page.on('pageerror', (err) => consoleErrors.push(String(err)));
+  await page.goto(`${gateway.url}/`);
+  await page.waitForSelector('body[data-ready="true"]');
+  return { page, posts, consoleErrors };
+}
+
+/** Types into the message box and sends with Enter; waits until the turn (and its browser rounds) ends. */
+async function ask(page, text) {
+  await page.evaluate(() => { delete document.body.dataset.idle; });
+  await page.fill('#prompt', text);
+  await page.press('#prompt', 'Enter');
+  await page.waitForSelector('body[data-idle="true"]', { timeout: 30_000 });
+}
+
+/** The text of chat messages (string or content parts). */
+const textOf = (m) => (typeof m.content === 'string' ? m.content : (m.content || []).map((p) => p.text || '').join(''));
+
+describe('playground', () => {
+  test('is served at / and /playground with embedded assets, and is off when configured so', async () => {
+    for (const p of ['/', '/playground']) {
+      const res = await fetch(`${gateway.url}${p}`);
+      assert.equal(res.status, 200, p);
+      assert.match(res.headers.get('content-type'), /^text\/html/);
+      assert.match(res.headers.get('content-security-policy'), /connect-src 'self'/);
+      assert.match(await res.text(), /<title>responses-gateway playground<\/title>/);
+    }
+    const js = await fetch(`${gateway.url}/playground/app.js`);
+    assert.equal(js.status, 200);
+    assert.match(js.headers.get('content-type'), /javascript/);
+    assert.equal((await fetch(`${gateway.url}/playground/missing.js`)).status, 404);
+
+    const off = await startGateway({ upstream, env: { RESPONSES_GATEWAY_SERVER__PLAYGROUND: 'false' }, name: 'gateway-playground-off' });
+    try {
+      for (const p of ['/', '/playground', '/playground/app.js']) {
+        const res = await fetch(`${off.url}${p}`);
+        assert.equal(res.status, 404, p);
+        assert.equal((await res.json()).error.code, 'unknown_url');
+      }
+      assert.equal((await fetch(`${off.url}/healthz`)).status, 200, 'the API still serves');
+      const page = await browser.context.newPage();
+      await page.goto(`${off.url}/`);
+      await shot(page, '00-playground-off-404');
+      await page.close();
+    } finally {
+      await off.stop();
+    }
+  });
+
+  test('a plain question streams an answer token by token; models and vector stores are listed', async () => {
+    const { page, posts, consoleErrors } = await openPage();
+    // The model picker is filled from GET /v1/models (the scripted upstream's list).
+    assert.deepEqual(await page.$$eval('#model option', (os) => os.map((o) => o.value)), ['scripted-model']);
+    // file_search degrades: no vector stores (or no endpoint) → switched off, with a note. (This
+    // test runs before the file_search test creates the gateway's first store.)
+    assert.equal(await page.isDisabled('#tool-file_search'), true);
+    assert.match(await page.textContent('#stores-note'), /file_search is unavailable/);
+
+    const words = ['Streaming', ' works', ' one', ' token', ' at', ' a', ' time', ' —', ' naïve', ' café', ' ☕.'];
+    await upstream.push({ text: words, token_delay_ms: 150 });
+    // Record every length the answer text goes through while it streams.
+    await page.evaluate(() => {
+      window.__lengths = [];
+      new MutationObserver(() => {
+        const t = document.querySelector('.answer .text');
+        if (t) window.__lengths.push(t.textContent.length);
+      }).observe(document.getElementById('log'), { subtree: true, childList: true, characterData: true });
+    });
+    await page.fill('#prompt', 'Say something');
+    await page.press('#prompt', 'Enter');
+    await page.waitForFunction(() => {
+      const t = document.querySelector('.answer.streaming .text');
+      return t && t.textContent.length > 0 && !t.textContent.endsWith('☕.');
+    });
+    await shot(page, '01-plain-streaming');
+    await page.waitForSelector('body[data-idle="true"]');
+    const full = words.join('');
+    assert.equal(await page.textContent('.answer .text'), full);
+    assert.equal(await page.$$eval('.answer.streaming', (a) => a.length), 0, 'streaming marker removed at the end');
+    const lengths = [...new Set(await page.evaluate(() => window.__lengths))].filter((n) => n > 0);
+    assert.ok(lengths.length >= 5, `the answer grew in steps: ${lengths}`);
+    assert.deepEqual(lengths, [...lengths].sort((a, b) => a - b), 'it only grew');
+    assert.equal(await page.textContent('.user .text'), 'Say something');
+    // What the page sent, and what reached the model.
+    assert.equal(posts.length, 1);
+    assert.equal(posts[0].stream, true);
+    assert.equal(posts[0].model, 'scripted-model');
+    const [req] = await upstream.requests();
+    assert.equal(textOf(req.messages.at(-1)), 'Say something');
+    assert.deepEqual(req.tools.map((t) => t.function.name), ['get_browser_time'], 'the browser tool is on by default');
+    await shot(page, '02-plain-answer');
+    assert.deepEqual(consoleErrors.filter((e) => !/vector_stores|404/.test(e)), []);
+    await page.close();
+  });
+
+  test('web_search shows a search item with its query and sources, and a cited link on the exact span', async () => {
+    const { page, posts } = await openPage();
+    await page.check('#tool-web_search');
+    await upstream.push({ tool_calls: [searchCall] }, { text: chunks(SEARCH_ANSWER), token_delay_ms: 20 });
+    await ask(page, 'Who won the Tour de France 2025?');
+
+    assert.deepEqual(posts[0].tools.map((t) => t.type), ['web_search', 'function']);
+    assert.deepEqual(posts[0].include, ['web_search_call.action.sources']);
+    // Commentary (the gateway's progress) is shown apart from the answer, before the search item.
+    const commentary = await page.textContent('.commentary');
+    assert.match(commentary, /Searching the web for “tour de france 2025 winner”/);
+    assert.equal(await page.$$eval('.answer', (a) => a.length), 1);
+    assert.doesNotMatch(await page.textContent('.answer'), /Searching the web/);
+    assert.ok(await page.$eval('.commentary', (c) => !!(c.compareDocumentPosition(document.querySelector('details.tool-web_search')) & Node.DOCUMENT_POSITION_FOLLOWING)));
+
+    const item = page.locator('details.tool-web_search');
+    assert.match(await item.locator('summary').textContent(), /“tour de france 2025 winner”.*completed · 3 sources/);
+    await item.locator('summary').click();
+    const sourceLinks = await item.locator('.sources a').evaluateAll((as) => as.map((a) => a.getAttribute('href')));
+    assert.deepEqual(sourceLinks, [WIKI, LETOUR, 'https://www.cyclingnews.com/races/tour-de-france-2025/']);
+
+    // The answer's citations: links whose href is the source URL, on the exact spans.
+    const cites = await page.$$eval('.answer a.cite', (as) => as.map((a) => ({ href: a.getAttribute('href'), text: a.textContent })));
+    assert.deepEqual(cites, [{ href: WIKI, text: CITED_SPAN }, { href: LETOUR, text: LETOUR }]);
+    assert.equal(await page.textContent('.answer .text'), `${SEARCH_ANSWER.replace(CITED_SPAN, `${CITED_SPAN}[1]`)}[2]`);
+    const notes = await page.$$eval('.answer .footnotes a', (as) => as.map((a) => a.getAttribute('href')));
+    assert.deepEqual(notes, [WIKI, LETOUR]);
+    await shot(page, '03-web-search-citations');
+    await page.close();
+  });
+
+  for (const mode of ['previous', 'replay']) {
+    test(`browser tool round trip (${mode === 'previous' ? 'previous_response_id' : 'replayed history, store off'})`, async () => {
+      const { page, posts } = await openPage();
+      await page.selectOption('#history-mode', mode);
+      const call = { name: 'get_browser_time', arguments: '{"time_zone":"Europe/Berlin"}' };
+      await upstream.push({ tool_calls: [call] }, { text: chunks('In Berlin it is now evening.', 4), token_delay_ms: 20 });
+      await ask(page, 'What time is it in Berlin?');
+
+      // The page sent the tool's schema, saw the function_call, ran it, and resumed the turn.
+      assert.equal(posts.length, 2);
+      const fn = posts[0].tools.find((t) => t.type === 'function');
+      assert.equal(fn.name, 'get_browser_time');
+      assert.equal(fn.parameters.properties.time_zone.type, 'string');
+      const entry = page.locator('details.tool-function_call');
+      assert.match(await entry.locator('.badge').textContent(), /ran in the browser/);
+      const outputItem = posts[1].input.find((i) => i.type === 'function_call_output');
+      assert.ok(outputItem, JSON.stringify(posts[1]));
+      const output = JSON.parse(outputItem.output);
+      assert.equal(output.time_zone, 'Europe/Berlin');
+      assert.ok(Math.abs(Date.parse(output.utc) - Date.now()) < 60_000, output.utc);
+      if (mode === 'previous') {
+        assert.equal(posts[1].store, true);
+        assert.match(posts[1].previous_response_id, /^resp_/);
+        assert.deepEqual(posts[1].input.map((i) => i.type), ['function_call_output']);
+      } else {
+        assert.equal(posts[1].store, false);
+        assert.equal(posts[1].previous_response_id, undefined);
+        const types = posts[1].input.map((i) => i.type);
+        assert.deepEqual(types.filter((t) => t !== 'message'), ['function_call', 'function_call_output']);
+        assert.equal(posts[1].input[0].role, 'user');
+        const fc = posts[1].input.find((i) => i.type === 'function_call');
+        assert.equal(fc.call_id, outputItem.call_id);
+      }
+      // The second turn's upstream request carries the function_call_output as the tool result.
+      const reqs = await upstream.requests();
+      assert.equal(reqs.length, 2);
+      const [assistant] = reqs[1].messages.filter((m) => m.role === 'assistant' && m.tool_calls);
+      assert.equal(assistant.tool_calls[0].function.name, 'get_browser_time');
+      const tool = reqs[1].messages.find((m) => m.role === 'tool');
+      assert.equal(tool.tool_call_id, assistant.tool_calls[0].id);
+      assert.equal(textOf(tool), outputItem.output);
+      // And the answer streamed after it.
+      assert.equal(await page.locator('.answer .text').last().textContent(), 'In Berlin it is now evening.');
+      await entry.locator('summary').click();
+      await shot(page, `04-browser-tool-${mode}`);
+      await page.close();
+    });
+  }
+
+  test('a mixed round shows the server tool executed before the browser tool runs', async () => {
+    const { page, posts } = await openPage();
+    await page.check('#tool-package_version');
+    // The tool_choice selector offers each switched-on tool by name.
+    const choices = await page.$$eval('#tool-choice option', (os) => os.map((o) => o.value));
+    assert.deepEqual(choices, ['auto', 'required', 'none', 'tool:package_version', 'tool:get_browser_time']);
+    await upstream.push(
+      { tool_calls: [{ name: 'package_version', arguments: '{"input":"axum"}' }, { name: 'get_browser_time', arguments: '{"time_zone":"UTC"}' }] },
+      { text: ['Both tools answered.'] },
+    );
+    await ask(page, 'Which axum is installed, and what time is it?');
+
+    const server = page.locator('details.tool-custom_tool_call');
+    const browserTool = page.locator('details.tool-function_call');
+    assert.match(await server.locator('.badge').textContent(), /executed on the gateway/);
+    assert.match(await server.locator('.tool-output pre').textContent(), /^axum \d+\.\d+\.\d+/);
+    assert.match(await browserTool.locator('.badge').textContent(), /ran in the browser/);
+    // Render order: the gateway's output is on the page before the browser ran its tool.
+    const serverSeq = Number(await server.locator('.tool-output').getAttribute('data-seq'));
+    const browserSeq = Number(await browserTool.locator('.browser-run').getAttribute('data-seq'));
+    assert.ok(serverSeq < browserSeq, `server output #${serverSeq}, browser run #${browserSeq}`);
+    assert.ok(await server.evaluate((s, b) => !!(s.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING), await browserTool.elementHandle()));
+    // The first response already held the executed server tool; only the browser call went back.
+    assert.equal(posts.length, 2);
+    assert.deepEqual(posts[1].input.map((i) => i.type), ['function_call_output']);
+    const reqs = await upstream.requests();
+    const tools = reqs[1].messages.filter((m) => m.role === 'tool').map(textOf);
+    assert.equal(tools.length, 2);
+    assert.match(tools[0], /axum \d/);
+    assert.equal(JSON.parse(tools[1]).time_zone, 'UTC');
+    assert.equal(await page.textContent('.answer .text'), 'Both tools answered.');
+    await server.locator('summary').click();
+    await browserTool.locator('summary').click();
+    await shot(page, '05-mixed-round');
+    await page.close();
+  });
+
+  test('file_search: a vector store from GET /v1/vector_stores, a search item with its results, a file citation', async () => {
+    // A real file in a real vector store of the gateway's embedded index.
+    const form = new FormData();
+    form.append('purpose', 'assistants');
+    form.append('file', new Blob([HANDBOOK], { type: 'text/markdown' }), 'zürich-handbook.md');
+    const file = await (await fetch(`${gateway.url}/v1/files`, { method: 'POST', body: form })).json();
+    assert.match(file.id, /^file-/, JSON.stringify(file));
+    const created = await fetch(`${gateway.url}/v1/vector_stores`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'handbook', file_ids: [file.id] }),
+    });
+    const store = await created.json();
+    for (let i = 0; i < 100; i++) {
+      const s = await (await fetch(`${gateway.url}/v1/vector_stores/${store.id}`)).json();
+      if (s.file_counts && s.file_counts.completed === 1) break;
+      assert.notEqual(s.status, 'expired');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+
+    const { page, posts } = await openPage();
+    assert.equal(await page.isDisabled('#tool-file_search'), false);
+    assert.deepEqual(await page.$$eval('#vector-store option', (os) => os.map((o) => o.value)), [store.id]);
+    await page.check('#tool-file_search');
+    await page.selectOption('#tool-choice', 'tool:file_search');
+    await upstream.push(
+      { tool_calls: [{ name: 'file_search', arguments: JSON.stringify({ queries: ['oldest café'] }) }] },
+      { text: ['Café Schober is the oldest', '【1】', ' café in Zürich.'] },
+    );
+    await ask(page, 'Which café is the oldest?');
+    assert.deepEqual(posts[0].tools[0], { type: 'file_search', vector_store_ids: [store.id] });
+    assert.deepEqual(posts[0].tool_choice, { type: 'file_search' });
+    assert.deepEqual(posts[0].include, ['file_search_call.results']);
+
+    const item = page.locator('details.tool-file_search');
+    assert.match(await item.locator('summary').textContent(), /“oldest café”.*completed · 1 result/);
+    await item.locator('summary').click();
+    assert.match(await item.locator('.results li').first().textContent(), /zürich-handbook\.md.*Café Schober opened in 1842/s);
+    // The file_citation (index = code point after "oldest") is a footnote marker at that point.
+    assert.equal(await page.textContent('.answer .text'), 'Café Schober is the oldest[1] café in Zürich.');
+    assert.match(await page.textContent('.answer .footnotes li'), /zürich-handbook\.md/);
+    await shot(page, '06-file-search-citation');
+    await page.close();
+  });
+
+  test('errors: an upstream failure (response.failed) and an HTTP error are shown', async () => {
+    const { page } = await openPage();
+    await upstream.push({ http_status: 500 }, { http_status: 500 });
+    await ask(page, 'This will fail');
+    const failed = await page.textContent('.error');
+    assert.match(failed, /failed|error/i);
+    assert.match(failed, /500|upstream/i);
+    await shot(page, '07-upstream-failure');
+
+    // A stored response, deleted behind the page's back: the continuation is an HTTP error.
+    await upstream.reset();
+    await upstream.push({ text: ['First answer.'] });
+    await ask(page, 'Remember this');
+    const id = (await page.textContent('.response:last-of-type .meta')).match(/resp_\w+/)[0];
+    assert.equal((await fetch(`${gateway.url}/v1/responses/${id}`, { method: 'DELETE' })).status, 200);
+    await ask(page, 'And now?');
+    const errors = await page.$$eval('.error', (es) => es.map((e) => e.textContent));
+    assert.equal(errors.length, 2);
+    assert.match(errors[1], /^HTTP 4\d\d: .*(not found|previous_response)/i);
+    await shot(page, '08-http-error');
+    await page.close();
+  });
+
+  test('keyboard only: Tab and Enter toggle a tool and send a message', async () => {
+    const { page } = await openPage();
+    await upstream.push({ tool_calls: [searchCall] }, { text: chunks(SEARCH_ANSWER) });
+    const tabTo = async (id) => {
+      for (let i = 0; i < 40; i++) {
+        await page.keyboard.press('Tab');
+        if (await page.evaluate((want) => document.activeElement && document.activeElement.id === want, id)) return;
+      }
+      assert.fail(`Tab never reached #${id}`);
+    };
+    await tabTo('tool-web_search');
+    assert.equal(await page.isChecked('#tool-web_search'), false);
+    await page.keyboard.press('Enter');
+    assert.equal(await page.isChecked('#tool-web_search'), true);
+    await tabTo('prompt');
+    await page.keyboard.type('Who won? (typed)');
+    await shot(page, '09-keyboard-before-send');
+    await page.evaluate(() => { delete document.body.dataset.idle; });
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('body[data-idle="true"]');
+    assert.equal(await page.textContent('.user .text'), 'Who won? (typed)');
+    const [first] = await upstream.requests();
+    assert.deepEqual(first.tools.map((t) => t.function.name), ['web_search', 'get_browser_time']);
+    assert.equal(await page.locator('details.tool-web_search').count(), 1);
+    // Collapsible entries open from the keyboard too.
+    await page.focus('details.tool-web_search summary');
+    await page.keyboard.press('Enter');
+    assert.equal(await page.$eval('details.tool-web_search', (d) => d.open), true);
+    assert.equal(await page.evaluate(() => document.activeElement.closest('details') !== null), true);
+    await shot(page, '10-keyboard-after-send');
+    await page.close();
+  });
+
+  test('390 px wide: no horizontal scrolling, with tool entries open and long links', async () => {
+    const { page } = await openPage({ width: 390, height: 844 });
+    assert.equal(await page.$eval('#settings', (d) => d.open), false, 'settings start folded on a phone');
+    await page.click('#settings summary');
+    await page.check('#tool-web_search');
+    await page.check('#tool-package_version');
+    await upstream.push(
+      { tool_calls: [searchCall, { name: 'package_version', arguments: '{"input":"axum"}' }] },
+      { text: chunks(`${SEARCH_ANSWER} See also https://www.cyclingnews.com/races/tour-de-france-2025/ for results.`) },
+    );
+    await ask(page, 'A long answer with long links, please: https://example.org/a/very/long/path/that/does/not/break/anywhere/at/all');
+    await page.$$eval('details', (ds) => ds.forEach((d) => { d.open = true; }));
+    const overflow = await page.evaluate(() => {
+      const root = document.documentElement;
+      const wide = [...document.querySelectorAll('body *')]
+        .filter((e) => !e.closest('.skip, .visually-hidden'))
+        .filter((e) => e.getBoundingClientRect().right > root.clientWidth + 0.5)
+        .map((e) => `${e.tagName}.${e.className}`);
+      return { scrollWidth: root.scrollWidth, clientWidth: root.clientWidth, bodyScroll: document.body.scrollWidth, wide };
+    });
+    assert.equal(overflow.clientWidth, 390);
+    assert.ok(overflow.scrollWidth <= overflow.clientWidth, JSON.stringify(overflow));
+    assert.ok(overflow.bodyScroll <= overflow.clientWidth, JSON.stringify(overflow));
+    assert.deepEqual(overflow.wide, []);
+    await shot(page, '11-phone-390px');
+    await page.close();
+  });
+});

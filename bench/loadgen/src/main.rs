@@ -24,6 +24,7 @@ use serde_json::{json, Value};
 
 mod report;
 mod search_fixture;
+mod vector_fixture;
 
 #[derive(Parser, Debug)]
 #[command(name = "loadgen", version, about = "Benchmark load generator for responses-gateway")]
@@ -48,6 +49,12 @@ enum Command {
     Report(report::ReportArgs),
     /// Serve a SearXNG-shaped search backend that answers at once (web_search scenarios).
     SearchFixture {
+        /// Address to listen on (port 0: any free port; the URL is printed).
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: String,
+    },
+    /// Serve a remote vector store (OpenAI API shape) that answers at once (file_search scenarios).
+    VectorFixture {
         /// Address to listen on (port 0: any free port; the URL is printed).
         #[arg(long, default_value = "127.0.0.1:0")]
         listen: String,
@@ -161,6 +168,10 @@ fn main() -> anyhow::Result<()> {
         Command::SearchFixture { listen } => {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
             rt.block_on(search_fixture::serve(&listen))
+        }
+        Command::VectorFixture { listen } => {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            rt.block_on(vector_fixture::serve(&listen))
         }
     }
 }

@@ -278,7 +278,12 @@ async fn failed_commit_ends_stream_with_response_failed(db: Arc<TestDb>) {
     h.upstream.push(Script::text(&["never stored"]));
     let body = json!({"model":"m","input":"x","conversation":id,"stream":true,"tools":[{"type":"custom","name":"gate"}]});
     let (seen, stream) = stream_until(&h, body, "custom_tool_call").await;
-    assert_eq!(h.delete(&format!("/v1/conversations/{id}")).await.0, 200);
+    // The lease is lost meanwhile (it expired and another replica took it over).
+    sqlx::query("UPDATE conversations SET lease_owner = 'lease_other_replica' WHERE id = $1")
+        .bind(id.clone())
+        .execute(h.store.pool())
+        .await
+        .unwrap();
     gate.open.notify_one();
     let raw = rest(seen, Box::pin(stream)).await;
     let checked = common::check_stream(&raw);
@@ -330,7 +335,33 @@ async fn expired_lease_is_taken_over(db: Arc<TestDb>) {
     assert_eq!(s, 200, "{body}");
 }
 
+/// Deleting a conversation while a turn runs in it is 409 (the turn keeps its conversation
+/// and commits); once the turn ended, the delete works.
+async fn deleting_a_conversation_during_a_turn_is_409(db: Arc<TestDb>) {
+    let (h, gate) = start_gated(db).await;
+    let (_, c) = h.post_to("/v1/conversations", json!({})).await;
+    let id = c["id"].as_str().unwrap().to_string();
+    h.upstream.push(Script::default().with_tool(ToolCallScript::new("gate", r#"{"input":"x"}"#)));
+    h.upstream.push(Script::text(&["done"]));
+    let body = json!({"model":"m","input":"first","conversation":id,"stream":true,"tools":[{"type":"custom","name":"gate"}]});
+    let (seen, stream) = stream_until(&h, body, "custom_tool_call").await;
+    let (s, e) = h.delete(&format!("/v1/conversations/{id}")).await;
+    assert_eq!(s, 409, "{e}");
+    assert_eq!(error_of(&e)["code"], "conversation_locked");
+    gate.open.notify_one();
+    let all = rest(seen, Box::pin(stream)).await;
+    assert!(all.contains("event: response.completed"), "{all}");
+    let (s, _) = h.get(&format!("/v1/conversations/{id}/items")).await;
+    assert_eq!(s, 200, "the turn committed into its conversation");
+    let (s, body) = h.delete(&format!("/v1/conversations/{id}")).await;
+    assert_eq!(s, 200, "{body}");
+    assert_eq!(body["deleted"], true);
+    let (s, _) = h.delete(&format!("/v1/conversations/{id}")).await;
+    assert_eq!(s, 404);
+}
+
 on_both_backends!(
+    deleting_a_conversation_during_a_turn_is_409,
     expired_lease_is_taken_over,
     conversations_api,
     conversations_bad_input,

@@ -28,7 +28,13 @@ impl Drop for Gateway {
 /// Starts `responses-gateway serve` on `db` in front of `upstream`; waits for its
 /// "listening on" line (the port is chosen by the OS).
 fn spawn(db: &TestDb, upstream: &ScriptedUpstream) -> Gateway {
+    spawn_with(db, upstream, &[])
+}
+
+/// As [`spawn`] with extra environment variables.
+fn spawn_with(db: &TestDb, upstream: &ScriptedUpstream, envs: &[(&str, &str)]) -> Gateway {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_responses-gateway"));
+    cmd.envs(envs.iter().copied());
     cmd.args(["serve", "--listen", "127.0.0.1:0", "--upstream-url"])
         .arg(upstream.base_url())
         .env("RUST_LOG", "info")
@@ -131,4 +137,47 @@ async fn restart_process(db: Arc<TestDb>) {
     assert_eq!(m[1]["content"], "Noted: 7.");
 }
 
-on_both_backends!(two_replica_processes, restart_process);
+/// SIGTERM while a stored turn runs (its client already gone): the process waits the grace
+/// period, ends the turn `incomplete`, stores it so, and exits; a new process serves it.
+async fn shutdown_stores_a_running_turn_as_incomplete(db: Arc<TestDb>) {
+    use futures_util::StreamExt;
+    let up = ScriptedUpstream::start().await.unwrap();
+    responses_gateway::install_crypto();
+    let client = reqwest::Client::new();
+    let mut g = spawn_with(&db, &up, &[("RESPONSES_GATEWAY_SERVER__SHUTDOWN_GRACE_MS", "300")]);
+    let pieces: Vec<String> = (0..100).map(|i| format!("w{i} ")).collect();
+    let refs: Vec<&str> = pieces.iter().map(String::as_str).collect();
+    up.push(Script::text(&refs).delay_ms(100));
+    let resp = client.post(format!("{}/v1/responses", g.base)).json(&json!({"model":"m","input":"long","stream":true})).send().await.unwrap();
+    let mut body = resp.bytes_stream();
+    let mut seen = String::new();
+    while !seen.contains("response.output_text.delta") {
+        let chunk = body.next().await.expect("stream open").expect("chunk");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    drop(body);
+    let id = seen.split("\"id\":\"").nth(1).and_then(|r| r.split('"').next()).expect("response id").to_string();
+    assert!(id.starts_with("resp_"), "{id}");
+    let pid = g.child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = g.child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(15), "the gateway did not exit after SIGTERM");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(9), "did not wait for the whole 10 s answer");
+    drop(g);
+    let g = spawn(&db, &up);
+    let (s, got) = get(&client, &g, &format!("/v1/responses/{id}")).await;
+    assert_eq!(s, 200, "{got}");
+    assert_eq!(got["status"], "incomplete", "{got}");
+    assert_eq!(got["output"][0]["status"], "incomplete");
+    let text = got["output"][0]["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("w0 ") && !text.contains("w99"), "{text}");
+}
+
+on_both_backends!(two_replica_processes, restart_process, shutdown_stores_a_running_turn_as_incomplete);

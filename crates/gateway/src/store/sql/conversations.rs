@@ -83,16 +83,27 @@ impl SqlStore {
         self.conversation_of(id).await
     }
 
+    /// Deletes a conversation unless a turn holds its lease: then `LeaseLost` (409
+    /// `conversation_locked`), so a running turn never loses its conversation under it.
     pub(super) async fn delete_conversation_rows(&self, id: &str) -> Result<bool, StoreError> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let done = sqlx::query("DELETE FROM conversations WHERE id = $1 AND (lease_owner IS NULL OR lease_until < $2)")
+            .bind(id)
+            .bind(now_ms())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        if done.rows_affected() == 0 {
+            tx.rollback().await.map_err(db_err)?;
+            return if self.exists(id).await? { Err(StoreError::LeaseLost) } else { Ok(false) };
+        }
         sqlx::query("DELETE FROM conversation_items WHERE conversation_id = $1")
             .bind(id)
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
-        let done = sqlx::query("DELETE FROM conversations WHERE id = $1").bind(id).execute(&mut *tx).await.map_err(db_err)?;
         tx.commit().await.map_err(db_err)?;
-        Ok(done.rows_affected() > 0)
+        Ok(true)
     }
 
     /// Appends under a fresh `seq` range (`next_seq` is advanced first, which also takes

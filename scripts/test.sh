@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: Rust unit/integration/fuzz tests (the store suites on SQLite and on
 # PostgreSQL), the Python end-to-end tests with the official openai SDK (SQLite, then the
-# store tests again on PostgreSQL), then (serially, last) the real-model smoke test.
+# store tests again on PostgreSQL), the playground's browser tests (Debian's Chromium driven by
+# playwright-core, tests/browser), then (serially, last) the real-model smoke test.
 # Usage: scripts/test.sh [--no-real-model]
 # PostgreSQL: $RESPONSES_GATEWAY_TEST_POSTGRES_URL (default: the machine's server at
 # 127.0.0.1:5432, started or installed by scripts/pg.sh when it does not answer). Every
@@ -21,9 +22,12 @@ echo "== PostgreSQL for the store tests =="
 RESPONSES_GATEWAY_TEST_POSTGRES_URL="$(bash scripts/pg.sh)"
 export RESPONSES_GATEWAY_TEST_POSTGRES_URL
 
-echo "== cargo test (workspace) =="
-cargo build --workspace --bins
-cargo test --workspace
+echo "== cargo test (workspace, with the local MiniLM embedder) =="
+# One build with the `minilm` feature; its tests read the model from MINILM_DIR (PyPI package).
+MINILM_DIR="$(bash scripts/minilm.sh)"
+export MINILM_DIR
+cargo build --workspace --bins --features responses-gateway/minilm
+cargo test --workspace --features responses-gateway/minilm
 
 echo "== Python end-to-end tests (openai SDK) =="
 GATEWAY_BIN="$PWD/target/debug/responses-gateway" UPSTREAM_BIN="$PWD/target/debug/scripted-upstream" \
@@ -38,6 +42,10 @@ RESPONSES_GATEWAY_STORE__BACKEND=postgres RESPONSES_GATEWAY_STORE__URL_ENV=RG_PY
   RG_PY_STORE_URL="${pg_admin%/*}/$pg_db" \
   GATEWAY_BIN="$PWD/target/debug/responses-gateway" UPSTREAM_BIN="$PWD/target/debug/scripted-upstream" \
   bash tests/python/run.sh -k test_store_sdk
+
+echo "== Browser tests of the playground (Chromium, playwright-core) =="
+GATEWAY_BIN="$PWD/target/debug/responses-gateway" UPSTREAM_BIN="$PWD/target/debug/scripted-upstream" \
+  bash tests/browser/run.sh
 
 if [ "$real_model" = 1 ]; then
   echo "== real model (SmolLM2-135M via llama.cpp) =="

@@ -23,6 +23,8 @@ pub struct Config {
     pub tools: ToolsConfig,
     pub server_tools: ServerToolsConfig,
     pub web_search: WebSearchConfig,
+    /// `[file_search]`: executors per vector store, the embedded store and its embeddings.
+    pub file_search: crate::executors::file_search::config::FileSearchConfig,
     /// `[store]`: where stored responses and conversations live (see `store::StoreConfig`).
     pub store: crate::store::StoreConfig,
 }
@@ -139,6 +141,11 @@ pub struct ServerConfig {
     pub keepalive_interval_ms: u64,
     /// Largest accepted request body, in bytes.
     pub max_body_bytes: usize,
+    /// Serve the browser playground at `/` and `/playground` (default true; false: 404).
+    pub playground: bool,
+    /// On SIGTERM/Ctrl-C, how long running turns may go on, in milliseconds; then they end
+    /// `incomplete` (stored turns are stored so) and the process exits. Default 30000.
+    pub shutdown_grace_ms: u64,
 }
 
 /// `[upstream]`: the model server.
@@ -165,6 +172,8 @@ impl Default for ServerConfig {
             reject_unknown_parameters: false,
             keepalive_interval_ms: 15_000,
             max_body_bytes: 32 * 1024 * 1024,
+            playground: true,
+            shutdown_grace_ms: 30_000,
         }
     }
 }
@@ -190,6 +199,7 @@ impl Default for Config {
             tools: ToolsConfig::default(),
             server_tools: ServerToolsConfig::default(),
             web_search: WebSearchConfig::default(),
+            file_search: Default::default(),
             store: crate::store::StoreConfig::default(),
         }
     }

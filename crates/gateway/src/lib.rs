@@ -35,6 +35,7 @@ pub async fn serve_on(
     let state = Arc::new(http::AppState::from_config(config).await?);
     let addr = listener.local_addr()?;
     tracing::info!(%addr, data_dir = %config.data_dir().display(), store = ?config.store.backend, "listening on http://{addr}");
+    let (turns, cancel) = (state.turns.clone(), state.shutdown.clone());
     let app = http::router(state, config.server.max_body_bytes);
     // Small SSE writes must leave at once: without TCP_NODELAY, Nagle and delayed ACKs
     // hold the last chunks of a stream for ~40 ms.
@@ -43,6 +44,28 @@ pub async fn serve_on(
             tracing::debug!("set_nodelay: {e}");
         }
     });
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
+    // On shutdown: no new connections; running turns get `shutdown_grace_ms` to finish,
+    // then are cancelled (they end `incomplete` and stored turns are stored so).
+    let grace = std::time::Duration::from_millis(config.server.shutdown_grace_ms);
+    let deadline = cancel.clone();
+    let signal = async move {
+        shutdown.await;
+        tracing::info!(grace_ms = grace.as_millis() as u64, "shutting down: running turns may finish");
+        tokio::spawn(async move {
+            tokio::time::sleep(grace).await;
+            deadline.cancel();
+        });
+    };
+    axum::serve(listener, app).with_graceful_shutdown(signal).await?;
+    turns.close();
+    tokio::select! {
+        () = turns.wait() => {}
+        () = cancel.cancelled() => {
+            tracing::warn!(running = turns.len(), "grace period over: ending running turns as incomplete");
+            if tokio::time::timeout(std::time::Duration::from_secs(10), turns.wait()).await.is_err() {
+                tracing::error!(running = turns.len(), "turns still running at exit");
+            }
+        }
+    }
     Ok(())
 }

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 const CASES: u32 = 10_000;
 
 static REGISTRY: std::sync::LazyLock<std::sync::Arc<Registry>> =
-    std::sync::LazyLock::new(|| std::sync::Arc::new(Registry::from_config(&responses_gateway::Config::default())));
+    std::sync::LazyLock::new(|| std::sync::Arc::new(Registry::from_config(&responses_gateway::Config::default(), None)));
 
 fn parse_and_prepare(bytes: &[u8]) {
     if let Ok(req) = parse_request(bytes) {

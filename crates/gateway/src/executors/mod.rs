@@ -2,8 +2,12 @@
 //! from the handlers that say what a tool means (DESIGN.md "Layout").
 
 pub mod components;
+pub mod embeddings;
+pub mod file_search;
 pub mod http_search;
+pub mod local_index;
 pub mod openai_search;
+pub mod vector_store;
 pub mod web_search;
 
 use std::collections::BTreeMap;
@@ -39,11 +43,13 @@ pub trait ServerTool: Send + Sync + Debug {
 pub struct Registry {
     tools: BTreeMap<String, Arc<dyn ServerTool>>,
     pub web_search: Result<Arc<dyn SearchBackend>, String>,
+    /// Which executor serves each vector store (`[file_search]`).
+    pub file_search: file_search::FileSearchRouter,
 }
 
 impl Default for Registry {
     fn default() -> Self {
-        Registry { tools: BTreeMap::new(), web_search: Err(NO_WEB_SEARCH.to_string()) }
+        Registry { tools: BTreeMap::new(), web_search: Err(NO_WEB_SEARCH.to_string()), file_search: Default::default() }
     }
 }
 
@@ -72,9 +78,14 @@ fn web_search_backend(c: &WebSearchConfig) -> Result<Arc<dyn SearchBackend>, Str
 }
 
 impl Registry {
-    /// Registers the tools enabled in `config.server_tools`.
-    pub fn from_config(config: &Config) -> Registry {
-        let mut r = Registry { web_search: web_search_backend(&config.web_search), ..Registry::default() };
+    /// Registers the tools enabled in `config.server_tools`, the web-search backend and the
+    /// file-search executors (`embedded`: the local index, when enabled and opened).
+    pub fn from_config(config: &Config, embedded: Option<Arc<dyn file_search::VectorStoreBackend>>) -> Registry {
+        let mut r = Registry {
+            web_search: web_search_backend(&config.web_search),
+            file_search: file_search::FileSearchRouter::from_config(&config.file_search, embedded),
+            ..Registry::default()
+        };
         if let Err(why) = &r.web_search {
             if config.web_search.backend.is_some() {
                 tracing::warn!("{why}");

@@ -1,13 +1,17 @@
 //! HTTP routes (axum): `/v1/responses` (create, retrieve, delete, input items),
-//! `/v1/conversations` (and their items), `/v1/models`, `/healthz`, `/readyz`.
+//! `/v1/conversations` (and their items), `/v1/files` and `/v1/vector_stores` (the embedded
+//! index), `/v1/models`, `/healthz`, `/readyz`.
 
 pub mod conversations;
+pub mod files;
 pub mod health;
 pub mod list;
 pub mod models;
+pub mod playground;
 pub mod responses;
 pub mod sse;
 pub mod stored;
+pub mod vector_stores;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -20,6 +24,8 @@ use crate::store::Store;
 use axum::Router;
 
 use crate::config::Config;
+use crate::executors::file_search::VectorStoreBackend;
+use crate::executors::local_index::LocalIndex;
 use crate::executors::Registry;
 use crate::turn::Limits;
 use crate::upstream::ChatCompletions;
@@ -37,6 +43,14 @@ pub struct AppState {
     pub store: Arc<dyn Store>,
     /// `store.lease_ttl_ms`: lifetime of a conversation lease.
     pub lease_ttl_ms: u64,
+    /// The embedded Files + Vector Stores index (`[file_search.embedded]`), `None` when disabled.
+    pub local_index: Option<Arc<LocalIndex>>,
+    /// `server.playground`: serve the browser playground at `/` and `/playground`.
+    pub playground: bool,
+    /// Turns running in their own tasks (stored turns): shutdown waits for them.
+    pub turns: tokio_util::task::TaskTracker,
+    /// Cancelled when the shutdown grace period is over: running turns end `incomplete`.
+    pub shutdown: tokio_util::sync::CancellationToken,
 }
 
 impl AppState {
@@ -57,6 +71,7 @@ impl AppState {
             Duration::from_millis(config.upstream.connect_timeout_ms),
             Duration::from_millis(config.upstream.pool_idle_timeout_ms),
         )?;
+        let local_index = open_local_index(config)?;
         Ok(AppState {
             upstream,
             models: config.models.clone(),
@@ -67,15 +82,43 @@ impl AppState {
                 max_parallel: config.tools.max_parallel,
                 call_timeout: Duration::from_millis(config.tools.call_timeout_ms),
             },
-            registry: Arc::new(Registry::from_config(config)),
+            registry: Arc::new(Registry::from_config(config, local_index.clone().map(|i| i as Arc<dyn VectorStoreBackend>))),
             store,
             lease_ttl_ms: config.store.lease_ttl_ms,
+            local_index,
+            playground: config.server.playground,
+            turns: Default::default(),
+            shutdown: Default::default(),
         })
     }
 }
 
+/// Opens the embedded index of `[file_search.embedded]` (`None` when disabled) with its
+/// embedder, and starts re-ingesting what a previous process left in progress. Warns when
+/// the store is PostgreSQL (several replicas) while the vector store is embedded (local to one
+/// process). Needs a tokio runtime.
+fn open_local_index(config: &Config) -> anyhow::Result<Option<Arc<LocalIndex>>> {
+    let embedded = &config.file_search.embedded;
+    if !embedded.enabled {
+        return Ok(None);
+    }
+    if config.store.backend == crate::store::BackendKind::Postgres {
+        tracing::warn!(
+            "[store] backend = \"postgres\" serves several replicas, but [file_search.embedded] is enabled: \
+             the embedded vector store is local to this process; use a remote vector store for replicas"
+        );
+    }
+    let embedder = crate::executors::embeddings::from_config(&embedded.embeddings)?;
+    let index = LocalIndex::open(embedded, &config.data_dir(), embedder);
+    index.start();
+    Ok(Some(index))
+}
+
 /// The router with every route.
 pub fn router(state: Arc<AppState>, max_body_bytes: usize) -> Router {
+    // Uploads may be as large as `max_upload_bytes` plus the multipart framing; the handler
+    // answers 413 past the limit itself.
+    let upload_limit = state.local_index.as_ref().map_or(max_body_bytes, |i| i.max_upload_bytes().saturating_add(1 << 20));
     Router::new()
         .route("/v1/responses", post(responses::create))
         .route("/v1/responses/{id}", get(stored::get).delete(stored::delete))
@@ -90,9 +133,24 @@ pub fn router(state: Arc<AppState>, max_body_bytes: usize) -> Router {
             "/v1/conversations/{id}/items/{item_id}",
             get(conversations::get_item).delete(conversations::delete_item),
         )
+        .route("/v1/files", post(files::upload).get(files::list).layer(DefaultBodyLimit::max(upload_limit)))
+        .route("/v1/files/{id}", get(files::get).delete(files::delete))
+        .route("/v1/files/{id}/content", get(files::content))
+        .route("/v1/vector_stores", post(vector_stores::create).get(vector_stores::list))
+        .route("/v1/vector_stores/{id}", get(vector_stores::get).post(vector_stores::update).delete(vector_stores::delete))
+        .route("/v1/vector_stores/{id}/files", post(vector_stores::attach).get(vector_stores::list_files))
+        .route(
+            "/v1/vector_stores/{id}/files/{file_id}",
+            get(vector_stores::get_file).post(vector_stores::update_file).delete(vector_stores::delete_file),
+        )
+        .route("/v1/vector_stores/{id}/files/{file_id}/content", get(vector_stores::file_content))
+        .route("/v1/vector_stores/{id}/search", post(vector_stores::search))
         .route("/v1/models", get(models::list))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
+        .route("/", get(playground::index))
+        .route("/playground", get(playground::index))
+        .route("/playground/{file}", get(playground::file))
         .fallback(health::not_found)
         .method_not_allowed_fallback(health::method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body_bytes))

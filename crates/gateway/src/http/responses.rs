@@ -39,6 +39,7 @@ pub async fn create(State(state): State<Arc<AppState>>, body: Result<Bytes, Byte
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };
+    prepared.cancel = state.shutdown.child_token();
     if prepared.stream {
         return stream(state, prepared);
     }
@@ -47,7 +48,7 @@ pub async fn create(State(state): State<Arc<AppState>>, body: Result<Bytes, Byte
         return answer(turn::run(prepared, &state.upstream, &mut emitter, state.limits).await);
     };
     // A stored turn runs in its own task: a client that goes away does not cancel it.
-    let task = tokio::spawn(async move {
+    let task = state.turns.clone().spawn(async move {
         let mut emitter = Emitter::new(prepared.base.clone(), None);
         let outcome = turn::run(prepared, &state.upstream, &mut emitter, state.limits).await;
         persist::commit(plan, &outcome).await.map(|()| outcome)
@@ -107,7 +108,7 @@ fn stream(state: Arc<AppState>, mut prepared: Prepared) -> Response {
     let plan = prepared.persist.take();
     let persisted = plan.is_some();
     let keepalive = state.keepalive;
-    let task = tokio::spawn(async move {
+    let task = state.turns.clone().spawn(async move {
         let mut emitter = Emitter::new(prepared.base.clone(), Some(Sink::new(tx)));
         if plan.is_some() {
             // Commit first, then send the terminal event (or response.failed).

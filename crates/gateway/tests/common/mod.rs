@@ -5,6 +5,7 @@
 pub mod db;
 pub mod search_fixture;
 pub mod stream_check;
+pub mod vector_fixture;
 
 use std::time::Duration;
 
@@ -58,6 +59,11 @@ impl Harness {
         config.upstream.url = Some(upstream.base_url());
         config.server.keepalive_interval_ms = 200;
         config.store.backend = db.backend();
+        // The embedded vector store lives beside the test database (shared by restarts).
+        config.file_search.embedded.path = Some(match db.sqlite_path().and_then(|p| p.parent().map(|d| d.join("vector_stores"))) {
+            Some(dir) => dir,
+            None => std::env::temp_dir().join(format!("rg-vs-{}-{:016x}", std::process::id(), rand::random::<u64>())),
+        });
         edit(&mut config);
         let store = db.open(&config.store).await.expect("open the test store");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
@@ -141,6 +147,16 @@ impl Harness {
         assert!(ct.starts_with("text/event-stream"), "content-type {ct}");
         let raw = resp.text().await.expect("sse body");
         check_stream(&raw)
+    }
+
+    /// `POST /v1/files` (multipart `file` named `filename`, `purpose`): status and JSON body.
+    pub async fn upload(&self, filename: &str, bytes: Vec<u8>, purpose: &str) -> (u16, Value) {
+        let part = reqwest::multipart::Part::bytes(bytes).file_name(filename.to_string());
+        let form = reqwest::multipart::Form::new().text("purpose", purpose.to_string()).part("file", part);
+        let resp = self.client.post(format!("{}/v1/files", self.base)).multipart(form).send().await.expect("send");
+        let status = resp.status().as_u16();
+        let text = resp.text().await.expect("body");
+        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
     }
 
     pub async fn get(&self, path: &str) -> (u16, Value) {

@@ -360,7 +360,29 @@ async fn deleting_a_conversation_during_a_turn_is_409(db: Arc<TestDb>) {
     assert_eq!(s, 404);
 }
 
+/// A turn's input item that reuses an id already in the conversation: the same item (a
+/// replay) is not added twice; a different item is kept under a new id, never lost.
+async fn reused_item_ids_never_lose_an_item(db: Arc<TestDb>) {
+    let h = start(db).await;
+    let first = json!({"type": "message", "id": "msg_fixed", "role": "user", "content": [{"type": "input_text", "text": "first"}]});
+    let (_, c) = h.post_to("/v1/conversations", json!({"items": [first.clone()]})).await;
+    let id = c["id"].as_str().unwrap().to_string();
+    h.upstream.push(Script::text(&["a"]));
+    let (s, b) = h.post(json!({"model":"m","conversation":id,"input":[first]})).await;
+    assert_eq!(s, 200, "{b}");
+    h.upstream.push(Script::text(&["b"]));
+    let other = json!({"type": "message", "id": "msg_fixed", "role": "user", "content": [{"type": "input_text", "text": "second"}]});
+    let (s, b) = h.post(json!({"model":"m","conversation":id,"input":[other]})).await;
+    assert_eq!(s, 200, "{b}");
+    let (_, items) = h.get(&format!("/v1/conversations/{id}/items?order=asc&limit=100")).await;
+    assert_eq!(texts(&items), ["first", "a", "second", "b"]);
+    let ids = ids(&items);
+    assert_eq!(ids[0], "msg_fixed");
+    assert!(ids[2].starts_with("msg_") && ids[2] != "msg_fixed", "{ids:?}");
+}
+
 on_both_backends!(
+    reused_item_ids_never_lose_an_item,
     deleting_a_conversation_during_a_turn_is_409,
     expired_lease_is_taken_over,
     conversations_api,

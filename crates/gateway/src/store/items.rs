@@ -22,6 +22,11 @@ fn prefix(kind: &str) -> &'static str {
     }
 }
 
+/// A new id for `item`, with its type's prefix (`msg_…`, `fc_…`, …).
+pub fn fresh_id(item: &Value) -> String {
+    new_id(prefix(item.get("type").and_then(Value::as_str).unwrap_or("message")))
+}
+
 /// Gives one input item its item-resource shape: `type` (absent ⇒ `message`), an `id` when
 /// it has none (`msg_…`, `fc_…`, …), a message's string `content` as one `input_text`
 /// (`output_text` for the assistant) part, and `status: "completed"` on messages and tool

@@ -150,7 +150,7 @@ pub(super) async fn insert_items(
     };
     for (i, item) in items.iter().enumerate() {
         let seq = first_seq + i64::try_from(i).unwrap_or(i64::MAX);
-        sqlx::query(sql)
+        let done = sqlx::query(sql)
             .bind(conversation_id)
             .bind(seq)
             .bind(item_id(item))
@@ -158,6 +158,31 @@ pub(super) async fn insert_items(
             .execute(&mut **tx)
             .await
             .map_err(db_err)?;
+        if done.rows_affected() == 0 {
+            // The id is taken. The same item replayed is skipped; a different item that
+            // reuses the id is kept under a new id rather than lost.
+            let existing: Option<String> = sqlx::query_scalar("SELECT item FROM conversation_items WHERE conversation_id = $1 AND id = $2")
+                .bind(conversation_id)
+                .bind(item_id(item))
+                .fetch_optional(&mut **tx)
+                .await
+                .map_err(db_err)?;
+            let same = existing.and_then(|e| serde_json::from_str::<Value>(&e).ok()).is_some_and(|e| e == *item);
+            if !same {
+                let mut renamed = item.clone();
+                if let Some(o) = renamed.as_object_mut() {
+                    o.insert("id".into(), Value::String(crate::store::items::fresh_id(item)));
+                }
+                sqlx::query("INSERT INTO conversation_items (conversation_id, seq, id, item) VALUES ($1, $2, $3, $4)")
+                    .bind(conversation_id)
+                    .bind(seq)
+                    .bind(item_id(&renamed))
+                    .bind(to_json(&renamed)?)
+                    .execute(&mut **tx)
+                    .await
+                    .map_err(db_err)?;
+            }
+        }
     }
     Ok(())
 }

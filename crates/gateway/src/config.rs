@@ -148,6 +148,9 @@ pub struct ServerConfig {
     pub shutdown_grace_ms: u64,
 }
 
+/// Tool types with a native Chat Completions declaration (`upstream.native_tools`).
+pub const NATIVE_TOOL_TYPES: [&str; 1] = ["custom"];
+
 /// `[upstream]`: the model server.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -162,6 +165,9 @@ pub struct UpstreamConfig {
     pub connect_timeout_ms: u64,
     /// Idle pooled connections to the upstream are closed after this long, milliseconds.
     pub pool_idle_timeout_ms: u64,
+    /// Tool types this upstream accepts in their native Chat Completions form instead of
+    /// as functions. Known: `custom` (OpenAI's `{type:"custom", custom:{…}}`). Default none.
+    pub native_tools: Vec<String>,
 }
 
 impl Default for ServerConfig {
@@ -186,6 +192,7 @@ impl Default for UpstreamConfig {
             idle_timeout_ms: 120_000,
             connect_timeout_ms: 10_000,
             pool_idle_timeout_ms: 4_000,
+            native_tools: Vec::new(),
         }
     }
 }
@@ -262,6 +269,9 @@ impl Config {
         }
         if self.tools.max_rounds == 0 || self.tools.max_parallel == 0 || self.tools.call_timeout_ms == 0 {
             anyhow::bail!("tools.max_rounds, tools.max_parallel and tools.call_timeout_ms must be > 0");
+        }
+        if let Some(t) = self.upstream.native_tools.iter().find(|t| !NATIVE_TOOL_TYPES.contains(&t.as_str())) {
+            anyhow::bail!("upstream.native_tools: '{t}' has no native form here (known: {})", NATIVE_TOOL_TYPES.join(", "));
         }
         if self.server.keepalive_interval_ms == 0 || self.upstream.idle_timeout_ms == 0 {
             anyhow::bail!("server.keepalive_interval_ms and upstream.idle_timeout_ms must be > 0");

@@ -257,7 +257,8 @@ async fn collisions_and_server_tool_rules_are_400s() {
         (json!([{"type":"namespace","name":"ns","description":"d","tools":[{"type":"function","name":"x"}]}, {"type":"function","name":"ns__x"}]), "tools[1].name"),
         (json!([{"type":"function","name":"package_version"}]), "tools[0].name"),
         (json!([{"type":"custom","name":"package_version","format":{"type":"grammar","syntax":"regex","definition":"a+"}}]), "tools[0].format"),
-        (json!([{"type":"function","name":"file_search"}, {"type":"file_search","vector_store_ids":["vs_1"]}]), "tools[1].type"),
+        // a client function and the gateway's file_search would share the model-visible name
+        (json!([{"type":"function","name":"file_search"}, {"type":"file_search","vector_store_ids":["vs_1"]}]), "tools[1].name"),
     ];
     for (tools, param) in cases {
         let (s, b) = h.post(json!({"model":"m","input":"x","tools":tools})).await;
@@ -285,4 +286,60 @@ async fn tool_choice_none_and_omission_make_the_server_tool_unavailable() {
     assert_eq!(types(&body), vec!["message"], "an undeclared server tool is never executed");
     let reqs = h.upstream.requests();
     assert!(reqs[0].body.get("tools").is_none() && reqs[1].body.get("tools").is_none());
+}
+
+/// `upstream.native_tools = ["custom"]`: custom tools reach the upstream in OpenAI's native
+/// Chat Completions form (declaration with its grammar format, tool_choice, replayed calls),
+/// and native custom calls (raw `custom.input` fragments) become the same items as before.
+#[tokio::test]
+async fn native_custom_tools_when_the_upstream_advertises_them() {
+    let h = Harness::start_with(|c| c.upstream.native_tools = vec!["custom".into()]).await;
+    let grammar = json!({"type":"custom","name":"sql","description":"Run SQL","format":{"type":"grammar","syntax":"regex","definition":"SELECT .+"}});
+    // a client custom tool, forced: streamed raw input pieces, with quotes and newlines
+    let raw = "SELECT \"name\"\nFROM t -- ünïcode";
+    h.upstream.push(Script::default().with_tool(ToolCallScript::custom("sql", raw).fragment_chars(4)));
+    let s = h.stream(json!({"model":"m","input":"names?","tools":[grammar.clone(), weather()],"tool_choice":{"type":"custom","name":"sql"}})).await;
+    assert_eq!(s.terminal_type(), "response.completed", "{}", s.raw);
+    let call = &s.response["output"][0];
+    assert_eq!((call["type"].as_str(), call["name"].as_str(), call["input"].as_str()), (Some("custom_tool_call"), Some("sql"), Some(raw)));
+    let deltas: String = s.of_type("response.custom_tool_call_input.delta").iter().filter_map(|e| e["delta"].as_str()).collect();
+    assert_eq!(deltas, raw, "the raw input streams as it arrives");
+    let req = &h.upstream.requests()[0].body;
+    assert_eq!(req["tools"][0], json!({"type":"custom","custom":{"name":"sql","description":"Run SQL","format":{"type":"grammar","grammar":{"syntax":"regex","definition":"SELECT .+"}}}}));
+    assert_eq!(req["tools"][1]["type"], "function", "functions stay functions");
+    assert_eq!(req["tool_choice"], json!({"type":"custom","custom":{"name":"sql"}}));
+    // the client answers: the replayed call goes upstream in its native shape
+    h.upstream.push(Script::text(&["Two rows."]));
+    let cid = call["call_id"].as_str().unwrap();
+    let input = json!([{"role":"user","content":"names?"}, call.clone(), {"type":"custom_tool_call_output","call_id":cid,"output":"a, b"}]);
+    let (status, body) = h.post(json!({"model":"m","input":input,"tools":[grammar],"store":false})).await;
+    assert_eq!(status, 200, "{body}");
+    let m = &h.upstream.requests()[1].body["messages"];
+    assert_eq!(m[1]["tool_calls"][0], json!({"id":cid,"type":"custom","custom":{"name":"sql","input":raw}}));
+    assert_eq!(m[2], json!({"role":"tool","tool_call_id":cid,"content":"a, b"}));
+    // a server tool called natively runs on its raw input
+    h.upstream.push(Script::default().with_tool(ToolCallScript::custom("package_version", "axum")));
+    h.upstream.push(Script::text(&["ok"]));
+    let (status, body) = h.post(json!({"model":"m","input":"axum?","tools":[pv()]})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(types(&body), vec!["custom_tool_call", "custom_tool_call_output", "message"]);
+    assert_eq!(body["output"][0]["input"], "axum");
+    assert!(body["output"][1]["output"].as_str().unwrap().starts_with("axum 0.8"), "{}", body["output"][1]);
+    assert_eq!(h.upstream.requests()[2].body["tools"][0]["type"], "custom");
+}
+
+/// Without the capability (the default) a custom tool is a function upstream; an unknown
+/// `native_tools` entry is a configuration error.
+#[tokio::test]
+async fn custom_tools_are_functions_unless_the_upstream_is_native() {
+    let h = Harness::start().await;
+    h.upstream.push(Script::text(&["x"]));
+    let (status, _) = h.post(json!({"model":"m","input":"x","tools":[{"type":"custom","name":"sql"}]})).await;
+    assert_eq!(status, 200);
+    assert_eq!(h.upstream.requests()[0].body["tools"][0]["type"], "function");
+    let mut c = responses_gateway::config::Config::default();
+    c.upstream.url = Some("http://127.0.0.1:1/v1".into());
+    c.upstream.native_tools = vec!["web_search".into()];
+    let err = c.validate().unwrap_err().to_string();
+    assert!(err.contains("upstream.native_tools") && err.contains("web_search"), "{err}");
 }

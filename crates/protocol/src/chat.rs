@@ -77,6 +77,18 @@ pub struct ToolCallChunk<'a> {
     pub id: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     pub function: Option<FunctionChunk<'a>>,
+    /// A native custom tool call's fragment (OpenAI: `type: "custom"`).
+    #[serde(default, borrow)]
+    pub custom: Option<CustomChunk<'a>>,
+}
+
+/// `custom` of a tool-call fragment: `input` is raw text, not JSON.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct CustomChunk<'a> {
+    #[serde(default, borrow)]
+    pub name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub input: Option<Cow<'a, str>>,
 }
 
 /// `function` of a tool-call fragment.

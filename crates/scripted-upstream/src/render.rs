@@ -36,6 +36,8 @@ struct PreparedCall<'a> {
     name: &'a str,
     arguments: String,
     pieces: Vec<Range<usize>>,
+    /// A native custom tool call (`arguments` is the raw input).
+    custom: bool,
 }
 
 /// Per-answer values shared by every chunk.
@@ -94,6 +96,7 @@ fn prepare_call(call: &ToolCallScript) -> PreparedCall<'_> {
         name: &call.name,
         arguments,
         pieces,
+        custom: call.custom,
     }
 }
 
@@ -217,7 +220,17 @@ struct ToolCallDeltaOut<'a> {
     id: Option<&'a str>,
     #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
     kind: Option<&'static str>,
-    function: FunctionDeltaOut<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    function: Option<FunctionDeltaOut<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    custom: Option<CustomDeltaOut<'a>>,
+}
+
+#[derive(Serialize)]
+struct CustomDeltaOut<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+    input: &'a str,
 }
 
 #[derive(Serialize)]
@@ -289,7 +302,16 @@ struct ToolCallOut<'a> {
     id: &'a str,
     #[serde(rename = "type")]
     kind: &'static str,
-    function: FunctionOut<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    function: Option<FunctionOut<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    custom: Option<CustomOut<'a>>,
+}
+
+#[derive(Serialize)]
+struct CustomOut<'a> {
+    name: &'a str,
+    input: &'a str,
 }
 
 #[derive(Serialize)]
@@ -355,14 +377,14 @@ pub(crate) fn stream_events(
     for (index, call) in p.calls.iter().enumerate() {
         for (k, range) in call.pieces.iter().enumerate() {
             let first = k == 0;
+            let piece = &call.arguments[range.clone()];
+            let name = first.then_some(call.name);
             let tool = ToolCallDeltaOut {
                 index,
                 id: first.then_some(call.id.as_str()),
-                kind: first.then_some("function"),
-                function: FunctionDeltaOut {
-                    name: first.then_some(call.name),
-                    arguments: &call.arguments[range.clone()],
-                },
+                kind: first.then_some(if call.custom { "custom" } else { "function" }),
+                function: (!call.custom).then_some(FunctionDeltaOut { name, arguments: piece }),
+                custom: call.custom.then_some(CustomDeltaOut { name, input: piece }),
             };
             let delta = DeltaOut {
                 content: first.then_some(Some("")),
@@ -413,8 +435,9 @@ pub(crate) fn completion_body(script: &Script, req: &RequestInfo) -> Result<Vec<
         .iter()
         .map(|c| ToolCallOut {
             id: &c.id,
-            kind: "function",
-            function: FunctionOut { name: c.name, arguments: &c.arguments },
+            kind: if c.custom { "custom" } else { "function" },
+            function: (!c.custom).then_some(FunctionOut { name: c.name, arguments: &c.arguments }),
+            custom: c.custom.then_some(CustomOut { name: c.name, input: &c.arguments }),
         })
         .collect();
     let body = CompletionOut {

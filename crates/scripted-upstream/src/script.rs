@@ -66,6 +66,10 @@ pub struct ToolCallScript {
     /// Re-serialize valid JSON arguments pretty-printed with newlines (like llama.cpp).
     #[serde(default)]
     pub pretty: bool,
+    /// Send a native custom tool call (`{"type":"custom","custom":{name,input}}`, OpenAI's
+    /// Chat Completions form) with `arguments` as the raw `input`.
+    #[serde(default)]
+    pub custom: bool,
 }
 
 fn default_fragment_chars() -> usize {
@@ -126,7 +130,13 @@ impl ToolCallScript {
             arguments: arguments.into(),
             fragment_chars: default_fragment_chars(),
             pretty: false,
+            custom: false,
         }
+    }
+
+    /// A native custom tool call: `input` is sent raw in `custom.input`.
+    pub fn custom(name: impl Into<String>, input: impl Into<String>) -> Self {
+        ToolCallScript { custom: true, ..ToolCallScript::new(name, input) }
     }
 
     /// Use this call id instead of a random one.

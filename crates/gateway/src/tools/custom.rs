@@ -36,6 +36,7 @@ pub fn declare(
         "properties": {INPUT_PARAM: {"type": "string", "description": "The raw input text for this tool."}},
         "required": [INPUT_PARAM],
     });
+    let native = native_declaration(&visible_name(&name, namespace), description.as_deref(), &format);
     let mut echo = decl.clone();
     echo["format"] = format;
     let entry = ToolEntry {
@@ -48,10 +49,29 @@ pub fn declare(
             description: if text.is_empty() { None } else { Some(text) },
             parameters,
             strict: None,
+            native: Some(native),
         },
         executor: None,
     };
     Ok((vec![entry], echo))
+}
+
+/// OpenAI's native Chat Completions custom tool: `{type:"custom", custom:{name, description,
+/// format}}` with `format` `{type:"text"}` or `{type:"grammar", grammar:{syntax,
+/// definition}}` (the Responses `format` of contract §2 in Chat Completions' shape).
+pub fn native_declaration(name: &str, description: Option<&str>, format: &Value) -> Value {
+    let chat_format = match format.get("type").and_then(Value::as_str) {
+        Some("grammar") => json!({"type": "grammar", "grammar": {
+            "syntax": format.get("syntax").cloned().unwrap_or(Value::Null),
+            "definition": format.get("definition").cloned().unwrap_or(Value::Null),
+        }}),
+        _ => json!({"type": "text"}),
+    };
+    let mut custom = json!({"name": name, "format": chat_format});
+    if let Some(d) = description.filter(|d| !d.is_empty()) {
+        custom["description"] = json!(d);
+    }
+    json!({"type": "custom", "custom": custom})
 }
 
 /// Checks `format`; returns the note for the upstream description when it is a grammar.

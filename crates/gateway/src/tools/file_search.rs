@@ -152,6 +152,7 @@ pub fn declare(decl: &Value, param: &str) -> Result<(Vec<ToolEntry>, Value), Api
                 "required": ["queries"],
             }),
             strict: None,
+            native: None,
         },
         executor: None,
     };

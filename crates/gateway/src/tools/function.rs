@@ -53,6 +53,7 @@ pub fn declare(
             description,
             parameters,
             strict,
+            native: None,
         },
         executor: None,
     };

@@ -62,11 +62,24 @@ pub struct UpstreamFunction {
     pub description: Option<String>,
     pub parameters: Value,
     pub strict: Option<bool>,
+    /// The tool's native Chat Completions declaration (e.g. `{type:"custom", custom:{…}}`),
+    /// used instead of the function when the upstream advertises the type in
+    /// `upstream.native_tools`; [`ToolSet::build`] clears it otherwise.
+    pub native: Option<Value>,
 }
 
 impl UpstreamFunction {
-    /// The Chat Completions tool object `{type:"function", function:{…}}` (contract §11).
+    /// True when the upstream sees this tool in its native form.
+    pub fn is_native(&self) -> bool {
+        self.native.is_some()
+    }
+
+    /// The Chat Completions tool object: the native declaration when set, else
+    /// `{type:"function", function:{…}}` (contract §11).
     pub fn to_chat_tool(&self) -> Value {
+        if let Some(native) = &self.native {
+            return native.clone();
+        }
         let mut f = json!({"name": self.name, "parameters": self.parameters});
         if let Some(d) = &self.description {
             f["description"] = json!(d);
@@ -97,6 +110,16 @@ impl ToolEntry {
     /// The model-visible (upstream) name.
     pub fn visible_name(&self) -> &str {
         &self.upstream.name
+    }
+}
+
+/// The `upstream.native_tools` name that enables a kind's native declaration.
+fn native_type(kind: &ToolKind) -> &'static str {
+    match kind {
+        ToolKind::Custom | ToolKind::ServerCustom => "custom",
+        ToolKind::Function => "function",
+        ToolKind::WebSearch(_) => "web_search",
+        ToolKind::FileSearch(_) => "file_search",
     }
 }
 
@@ -182,7 +205,12 @@ impl ToolSet {
                     .with_code("invalid_value"))
                 }
             };
-            for entry in entries {
+            for mut entry in entries {
+                // The handler offers its native form; only an upstream that advertises the
+                // type gets it (`upstream.native_tools`).
+                if entry.upstream.native.is_some() && !registry.native_tools.iter().any(|t| t == native_type(&entry.kind)) {
+                    entry.upstream.native = None;
+                }
                 set.insert(entry, &param)?;
             }
             set.echo.push(echo);

@@ -37,6 +37,7 @@ pub fn declare(decl: &Value, param: &str, tool: Arc<dyn ServerTool>) -> Result<(
                 "required": [custom::INPUT_PARAM],
             }),
             strict: None,
+            native: Some(custom::native_declaration(tool.name(), Some(&tool.description()), &json!({"type": "text"}))),
         },
         executor: Some(tool),
     };

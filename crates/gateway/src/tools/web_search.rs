@@ -129,6 +129,7 @@ pub fn declare(decl: &Value, param: &str, kind: &str, registry: &Registry) -> Re
                 "required": ["query"],
             }),
             strict: None,
+            native: None,
         },
         executor: None,
     };

@@ -139,7 +139,9 @@ impl ChatCompletions {
 pub fn request_body(req: &RoundRequest<'_>) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(req.model));
-    body.insert("messages".into(), messages(req.transcript));
+    // Calls of tools declared natively are replayed in their native shape too.
+    let native: Vec<&str> = req.tools.iter().filter(|t| t.is_native()).map(|t| t.name.as_str()).collect();
+    body.insert("messages".into(), messages(req.transcript, &native));
     body.insert("stream".into(), json!(true));
     body.insert("stream_options".into(), json!({"include_usage": true}));
     let s = req.sampling;
@@ -160,12 +162,19 @@ pub fn request_body(req: &RoundRequest<'_>) -> Value {
     }
     if !req.tools.is_empty() && *req.tool_choice != ToolChoice::None {
         body.insert("tools".into(), Value::Array(req.tools.iter().map(|t| t.to_chat_tool()).collect()));
+        let named = |n: &str| {
+            if native.contains(&n) {
+                json!({"type": "custom", "custom": {"name": n}})
+            } else {
+                json!({"type": "function", "function": {"name": n}})
+            }
+        };
         let choice = match req.tool_choice {
             ToolChoice::Auto | ToolChoice::None => json!("auto"),
             ToolChoice::Required => json!("required"),
-            ToolChoice::Named(n) => json!({"type": "function", "function": {"name": n}}),
+            ToolChoice::Named(n) => named(n),
             ToolChoice::Allowed { required, names } => match (required, names.as_slice()) {
-                (true, [one]) => json!({"type": "function", "function": {"name": one}}),
+                (true, [one]) => named(one),
                 (true, _) => json!("required"),
                 (false, _) => json!("auto"),
             },
@@ -178,8 +187,10 @@ pub fn request_body(req: &RoundRequest<'_>) -> Value {
     Value::Object(body)
 }
 
-/// Transcript → chat `messages`: one leading system message, then the entries.
-pub fn messages(t: &Transcript) -> Value {
+/// Transcript → chat `messages`: one leading system message, then the entries. Calls of
+/// the tools named in `native` are written as native custom calls (`{type:"custom",
+/// custom:{name, input}}`).
+pub fn messages(t: &Transcript, native: &[&str]) -> Value {
     let mut out = Vec::with_capacity(t.entries.len() + 1);
     if let Some(sys) = t.system() {
         out.push(json!({"role": "system", "content": sys}));
@@ -223,8 +234,13 @@ pub fn messages(t: &Transcript) -> Value {
                         calls
                             .iter()
                             .map(|c| {
-                                json!({"id": c.call_id, "type": "function",
-                                       "function": {"name": c.name, "arguments": c.arguments}})
+                                if native.contains(&c.name.as_str()) {
+                                    let input = crate::tools::custom::input_from_arguments(&c.arguments);
+                                    json!({"id": c.call_id, "type": "custom", "custom": {"name": c.name, "input": input}})
+                                } else {
+                                    json!({"id": c.call_id, "type": "function",
+                                           "function": {"name": c.name, "arguments": c.arguments}})
+                                }
                             })
                             .collect(),
                     );
@@ -251,6 +267,8 @@ pub struct RoundStream {
     last_data: Instant,
     finished: bool,
     done: bool,
+    /// Native custom calls whose re-encoded arguments are still open.
+    open_custom: Vec<usize>,
 }
 
 enum Next {
@@ -275,6 +293,7 @@ impl RoundStream {
             last_data: Instant::now(),
             finished: false,
             done: false,
+            open_custom: Vec::new(),
         }
     }
 
@@ -345,7 +364,7 @@ impl RoundStream {
             if data.is_empty() {
                 continue;
             }
-            if let Err(e) = parse_chunk(data, &mut self.pending, &mut self.finished) {
+            if let Err(e) = parse_chunk(data, &mut self.pending, &mut self.finished, &mut self.open_custom) {
                 self.done = true;
                 return Some(Err(e));
             }
@@ -354,7 +373,13 @@ impl RoundStream {
 }
 
 /// Parses one `chat.completion.chunk` into events (choice 0 only).
-pub fn parse_chunk(data: &str, out: &mut VecDeque<UpstreamEvent>, finished: &mut bool) -> Result<(), UpstreamError> {
+/// `open_custom` holds the indices of native custom calls whose arguments are still open.
+pub fn parse_chunk(
+    data: &str,
+    out: &mut VecDeque<UpstreamEvent>,
+    finished: &mut bool,
+    open_custom: &mut Vec<usize>,
+) -> Result<(), UpstreamError> {
     let chunk: ChatChunk<'_> =
         serde_json::from_str(data).map_err(|_| UpstreamError::Protocol("malformed chunk".into()))?;
     if let Some(err) = chunk.error {
@@ -370,13 +395,31 @@ pub fn parse_chunk(data: &str, out: &mut VecDeque<UpstreamEvent>, finished: &mut
             out.push_back(UpstreamEvent::Text(text.into_owned()));
         }
         for tc in d.tool_calls.unwrap_or_default() {
-            let (name, arguments) = match tc.function {
-                Some(f) => (f.name.map(Cow::into_owned), f.arguments.map(Cow::into_owned)),
-                None => (None, None),
+            let (name, arguments) = match (tc.function, tc.custom) {
+                (Some(f), _) => (f.name.map(Cow::into_owned), f.arguments.map(Cow::into_owned)),
+                // A native custom call's raw input is re-encoded as the function form's
+                // arguments `{"input": "…"}`, piece by piece, so every later step sees one
+                // shape; the closing `"}` follows at the finish.
+                (None, Some(c)) => {
+                    let mut args = String::new();
+                    if !open_custom.contains(&tc.index) {
+                        open_custom.push(tc.index);
+                        args.push_str("{\"input\":\"");
+                    }
+                    if let Some(piece) = c.input {
+                        let quoted = serde_json::to_string(piece.as_ref()).unwrap_or_default();
+                        args.push_str(quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or_default());
+                    }
+                    (c.name.map(Cow::into_owned), Some(args))
+                }
+                (None, None) => (None, None),
             };
             out.push_back(UpstreamEvent::ToolCall { index: tc.index, id: tc.id.map(Cow::into_owned), name, arguments });
         }
         if let Some(r) = choice.finish_reason {
+            for index in open_custom.drain(..) {
+                out.push_back(UpstreamEvent::ToolCall { index, id: None, name: None, arguments: Some("\"}".into()) });
+            }
             *finished = true;
             out.push_back(UpstreamEvent::Finish(match r.as_ref() {
                 "length" => FinishReason::Length,

@@ -64,6 +64,12 @@ fn main() -> std::process::ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+    // A panic caught inside a task (e.g. a PDF library on a hostile file, which then fails
+    // that file only) is one log line, not a backtrace on stderr.
+    std::panic::set_hook(Box::new(|info| {
+        let at = info.location().map(|l| format!("{}:{}", l.file(), l.line())).unwrap_or_default();
+        tracing::error!(location = %at, "panic: {}", info.payload().downcast_ref::<&str>().copied().or_else(|| info.payload().downcast_ref::<String>().map(String::as_str)).unwrap_or("(no message)"));
+    }));
     let result = match cli.command {
         Command::CheckConfig(c) => c.load().map(|config| {
             // A closed pipe (`check-config | head`) is not an error worth a panic.
@@ -80,19 +86,29 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-/// The configuration as JSON, with credentials in URLs (`user:password@`) masked.
+/// The configuration as JSON, with credentials in every URL (`user:password@`) masked: the
+/// upstream's, the search backends', the remote vector stores', the embeddings endpoint's.
 fn toml_string(config: &Config) -> String {
-    let mut shown = config.clone();
-    if let Some(url) = shown.upstream.url.as_mut() {
-        if let Ok(mut u) = reqwest::Url::parse(url) {
-            if !u.username().is_empty() || u.password().is_some() {
-                let _ = u.set_username("***");
-                let _ = u.set_password(Some("***"));
-                *url = u.to_string();
+    let mut shown = serde_json::to_value(config).unwrap_or_default();
+    mask_urls(&mut shown);
+    serde_json::to_string_pretty(&shown).unwrap_or_default()
+}
+
+fn mask_urls(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::String(s) => {
+            if let Ok(mut u) = reqwest::Url::parse(s) {
+                if u.has_host() && (!u.username().is_empty() || u.password().is_some()) {
+                    let _ = u.set_username("***");
+                    let _ = u.set_password(Some("***"));
+                    *s = u.to_string();
+                }
             }
         }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(mask_urls),
+        serde_json::Value::Object(o) => o.values_mut().for_each(mask_urls),
+        _ => {}
     }
-    serde_json::to_string_pretty(&shown).unwrap_or_default()
 }
 
 fn run(config: Config) -> anyhow::Result<()> {

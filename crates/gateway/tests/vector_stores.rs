@@ -468,3 +468,22 @@ async fn hybrid_search_fuses_vectors_and_keywords() {
     hybrid.close().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// In a tiny store BM25's inverse document frequency is near 0 for every word; the score
+/// still says how much of the query a chunk holds, so a `score_threshold` stays usable.
+#[tokio::test]
+async fn scores_stay_meaningful_in_a_small_store() {
+    let h = Harness::start().await;
+    let vs = new_store(&h, "tiny").await;
+    let a = upload(&h, "a.md", "The pineapple offsite code word is marmalade.".as_bytes()).await;
+    let b = upload(&h, "b.md", "Lunch is served at noon in the pineapple room.".as_bytes()).await;
+    attach(&h, &vs, &a, json!({})).await;
+    attach(&h, &vs, &b, json!({})).await;
+    let hits = search(&h, &vs, json!({"query": "pineapple offsite code word", "ranking_options": {"score_threshold": 0.4}})).await;
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(hits[0]["file_id"], a.as_str());
+    assert!(hits[0]["score"].as_f64().unwrap_or(0.0) >= 0.5, "{hits:?}");
+    let all = search(&h, &vs, json!({"query": "pineapple offsite code word"})).await;
+    assert_eq!(all.len(), 2, "the weaker match (1 of 4 words) is still found: {all:?}");
+    assert!(all[1]["score"].as_f64().unwrap_or(1.0) < 0.4);
+}

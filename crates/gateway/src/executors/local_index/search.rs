@@ -1,10 +1,12 @@
 //! Search in one store (contract §10 `POST /v1/vector_stores/{id}/search`, §2 `file_search`).
 //!
 //! Keyword (always): SQLite FTS5 BM25 over the store's chunks; the query's words (Unicode
-//! letters and digits, diacritics folded) are OR-ed. FTS5's `bm25()` is negative, better more
-//! negative (term statistics span the whole index); with `s = -bm25` the score is
-//! `s / (s + 1)`: in 0..1 and increasing with relevance. It is an absolute transform, not
-//! scaled per query, so `score_threshold` means the same in every search.
+//! letters and digits, diacritics folded) are OR-ed. BM25 ranks the chunks. The score is
+//! `(coverage + s / (s + 1)) / 2`, where `coverage` is the share of the query's distinct
+//! words the chunk contains and `s = -bm25()`: in 0..1, absolute (not scaled per query), so
+//! `score_threshold` means the same in every search. The coverage half keeps scores
+//! meaningful in small stores, where BM25's inverse document frequency (over the whole
+//! index) is near 0 for every word.
 //!
 //! Hybrid (when an embedder is configured): the query is embedded too and every chunk of the
 //! store with a vector of the same model is ranked by cosine similarity. Both rankings are
@@ -47,6 +49,24 @@ fn fts_query(key: &str, q: &str) -> Option<String> {
 pub fn bm25_score(s: f64) -> f64 {
     let s = s.max(0.0);
     s / (s + 1.0)
+}
+
+/// Lower-case words with diacritics removed (as FTS5's `unicode61 remove_diacritics 2`).
+fn folded_words(text: &str) -> impl Iterator<Item = String> + '_ {
+    use unicode_normalization::char::is_combining_mark;
+    use unicode_normalization::UnicodeNormalization;
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| w.nfd().filter(|c| !is_combining_mark(*c)).flat_map(char::to_lowercase).collect())
+}
+
+/// The share (0..1) of the distinct `query` words that occur in `text`.
+pub fn coverage(query: &std::collections::HashSet<String>, text: &str) -> f64 {
+    if query.is_empty() {
+        return 0.0;
+    }
+    let found: std::collections::HashSet<String> = folded_words(text).filter(|w| query.contains(w)).collect();
+    found.len() as f64 / query.len() as f64
 }
 
 fn cosine(a: &[f32], b: &[f32]) -> f64 {
@@ -139,6 +159,7 @@ impl LocalIndex {
             .bind(i64::try_from(depth).unwrap_or(100))
             .fetch_all(&self.pool)
             .await?;
+            let words: std::collections::HashSet<String> = folded_words(&req.query).take(MAX_TERMS).collect();
             let mut rank = 0;
             for r in &rows {
                 let (id, h) = hit(r)?;
@@ -147,7 +168,8 @@ impl LocalIndex {
                 }
                 rank += 1;
                 let s: f64 = r.try_get("s")?;
-                cands.insert(id, Candidate { hit: h, text: Some((bm25_score(s), rank)), vector: None });
+                let score = (coverage(&words, &h.text) + bm25_score(s)) / 2.0;
+                cands.insert(id, Candidate { hit: h, text: Some((score, rank)), vector: None });
             }
         }
         let hybrid = match &self.embedder {
@@ -233,6 +255,11 @@ mod tests {
         assert!(bm25_score(3.0) > bm25_score(1.0));
         assert!(bm25_score(1e9) <= 1.0);
         assert_eq!(bm25_score(-2.0), 0.0);
+        let q: std::collections::HashSet<String> = folded_words("Ölwechsel AUTO auto").collect();
+        assert_eq!(q.len(), 2);
+        assert_eq!(coverage(&q, "Der olwechsel am Auto."), 1.0);
+        assert_eq!(coverage(&q, "Autos und Öl"), 0.0);
+        assert_eq!(coverage(&q, "ein Auto"), 0.5);
         assert!((cosine(&[1.0, 0.0], &[1.0, 0.0]) - 1.0).abs() < 1e-9);
         assert_eq!(cosine(&[1.0], &[1.0, 2.0]), 0.0);
     }

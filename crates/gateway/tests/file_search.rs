@@ -301,7 +301,7 @@ async fn several_stores_fan_out_merge_by_score_and_apply_options() {
 #[tokio::test]
 async fn replayed_file_search_calls_rebuild_the_call_and_what_the_model_saw() {
     let (h, _fx) = with_remote().await;
-    h.upstream.push(Script::text(&["again"]));
+    h.upstream.push(Script::text(&["again【1】"]));
     let input = json!([
         {"role": "user", "content": "Oldest café?"},
         {"type": "file_search_call", "id": "fs_1", "status": "completed", "queries": ["oldest café"],
@@ -320,6 +320,9 @@ async fn replayed_file_search_calls_rebuild_the_call_and_what_the_model_saw() {
     let tool = tool_messages(sent);
     assert!(tool[0].contains("【1†zürich-cafés.md】\nCafé Schober (1842)."), "{}", tool[0]);
     assert!(tool[1].contains("not kept") && tool[1].contains("opening hours"), "{}", tool[1]);
+    // a citation of a replayed chunk resolves from the item's results
+    assert_eq!(body["output"][0]["content"][0]["text"], "again");
+    assert_eq!(body["output"][0]["content"][0]["annotations"][0]["file_id"], "file-zurich");
 }
 
 #[tokio::test]
@@ -331,11 +334,26 @@ async fn a_continuation_restores_the_exact_results() {
     let (status, first) = h.post(json!({"model": "m", "input": "When?", "tools": tools(&["vs_remote_a"])})).await;
     assert_eq!(status, 200, "{first}");
     h.upstream.reset();
-    h.upstream.push(Script::text(&["Yes."]));
+    h.upstream.push(Script::text(&["Yes【1】."]));
     let (status, body) = h.post(json!({"model": "m", "input": "Sure?", "previous_response_id": first["id"], "tools": tools(&["vs_remote_a"])})).await;
     assert_eq!(status, 200, "{body}");
     let tool = tool_messages(&h.upstream.requests()[0].body);
     assert!(tool[0].contains("Schober opens at 8 every day."), "{tool:?}");
+    // the earlier turn's chunk keeps its number: the citation still resolves
+    let text = &body["output"][0]["content"][0];
+    assert_eq!(text["text"], "Yes.");
+    assert_eq!(text["annotations"], json!([{"type": "file_citation", "file_id": "file-hours", "filename": "hours.txt", "index": 3}]));
+    // a new search in the continuation numbers its chunks after the earlier ones
+    fx.set(VsMode::OpenAi(vec![ZURICH]));
+    h.upstream.push(search_call(&["oldest"]));
+    h.upstream.push(Script::text(&["Schober【2】, at 8【1】."]));
+    let (status, third) = h.post(json!({"model": "m", "input": "Oldest?", "previous_response_id": body["id"], "tools": tools(&["vs_remote_a"])})).await;
+    assert_eq!(status, 200, "{third}");
+    let tool = tool_messages(&h.upstream.requests()[2].body);
+    assert!(tool.last().unwrap().contains("【2†zürich-cafés.md】"), "{tool:?}");
+    let msg = third["output"].as_array().unwrap().iter().rev().find(|i| i["type"] == "message").unwrap();
+    let ids: Vec<&str> = msg["content"][0]["annotations"].as_array().unwrap().iter().map(|a| a["file_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, vec!["file-zurich", "file-hours"]);
 }
 
 /// A store without weighted hybrid search (OGX on faiss answers 400) is searched again

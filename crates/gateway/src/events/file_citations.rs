@@ -8,7 +8,7 @@
 pub const MAX_MARKER: usize = 8;
 
 /// A retrieved chunk a marker can name: marker `【N】` names `FileSources::list[N-1]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FileSource {
     pub file_id: String,
     pub filename: String,

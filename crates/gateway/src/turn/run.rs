@@ -61,7 +61,8 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
         include_results: include.iter().any(|i| i == "file_search_call.results"),
         file_stores: Arc::new(file_stores),
     };
-    let mut files = FileSources { enabled: tools.file_search().is_some(), list: Vec::new() };
+    // Chunks shown in earlier turns keep their numbers; this turn's continue after them.
+    let mut files = FileSources { enabled: tools.file_search().is_some(), list: std::mem::take(&mut transcript.file_sources) };
     let mut sources: Vec<Source> = Vec::new();
     let mut usage = Usage::default();
     let mut executed: u64 = 0;
@@ -74,7 +75,7 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
         if let Some(cap) = max_output_tokens {
             let left = cap.saturating_sub(usage.output_tokens);
             if left == 0 {
-                return finish(emitter, transcript, Terminal::Incomplete("max_output_tokens".into()), usage, None);
+                return finish(emitter, transcript, &mut files, Terminal::Incomplete("max_output_tokens".into()), usage, None);
             }
             sampling.max_tokens = Some(left);
         }
@@ -104,14 +105,14 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
             () = cancel.cancelled() => {
                 let text = round.close_all(emitter, ItemStatus::Incomplete, &sources);
                 push_text(&mut transcript, text);
-                return finish(emitter, transcript, Terminal::Interrupted, usage, None);
+                return finish(emitter, transcript, &mut files, Terminal::Interrupted, usage, None);
             }
         };
         if let Some(err) = failure {
             let text = round.close_all(emitter, ItemStatus::Incomplete, &sources);
             push_text(&mut transcript, text);
             let terminal = Terminal::Failed { code: err.code().into(), message: err.to_string() };
-            return finish(emitter, transcript, terminal, usage, Some(err));
+            return finish(emitter, transcript, &mut files, terminal, usage, Some(err));
         }
         // A truncated round is never executed: its calls are closed as incomplete.
         let truncated = match round.finish {
@@ -122,14 +123,14 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
         if let Some(reason) = truncated {
             let text = round.close_all(emitter, ItemStatus::Incomplete, &sources);
             push_text(&mut transcript, text);
-            return finish(emitter, transcript, Terminal::Incomplete(reason.into()), usage, None);
+            return finish(emitter, transcript, &mut files, Terminal::Incomplete(reason.into()), usage, None);
         }
         let text = round.close_message(emitter, ItemStatus::Completed, &sources);
         // The last round went upstream without tools: a call the model writes anyway is
         // neither executed nor returned, so the turn ends with its answer.
         if round.calls.is_empty() || last {
             push_text(&mut transcript, text);
-            return finish(emitter, transcript, Terminal::Completed, usage, None);
+            return finish(emitter, transcript, &mut files, Terminal::Completed, usage, None);
         }
         let mut gateway = Vec::new();
         let mut answers: Vec<ToolResult> = Vec::new();
@@ -195,13 +196,13 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
                 };
                 emitter.call_done(idx, final_text, ItemStatus::Completed);
             }
-            return finish(emitter, transcript, Terminal::Completed, usage, None);
+            return finish(emitter, transcript, &mut files, Terminal::Completed, usage, None);
         }
         if ran_gateway {
             choice = choice.relaxed();
         }
     }
-    finish(emitter, transcript, Terminal::Completed, usage, None)
+    finish(emitter, transcript, &mut files, Terminal::Completed, usage, None)
 }
 
 /// What binding a gateway call needs besides the call: the executors, the `include`
@@ -253,7 +254,8 @@ fn push_text(transcript: &mut Transcript, text: String) {
     }
 }
 
-fn finish(emitter: &mut Emitter, transcript: Transcript, terminal: Terminal, usage: Usage, err: Option<UpstreamError>) -> Outcome {
+fn finish(emitter: &mut Emitter, mut transcript: Transcript, files: &mut FileSources, terminal: Terminal, usage: Usage, err: Option<UpstreamError>) -> Outcome {
+    transcript.file_sources = std::mem::take(&mut files.list);
     if let Terminal::Failed { code, message } = &terminal {
         emitter.error_event(code, message);
     }

@@ -48,6 +48,10 @@ pub struct Transcript {
     #[serde(default)]
     pub system_messages: Vec<String>,
     pub entries: Vec<Entry>,
+    /// The file-search chunks shown so far, in marker order (`【N】` names the N-th): a
+    /// continuation cites earlier turns' chunks and numbers new ones after them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub file_sources: Vec<crate::events::file_citations::FileSource>,
 }
 
 impl Transcript {
@@ -206,7 +210,7 @@ pub fn build(
             InputItem::FileSearchCall(fs) => {
                 // Lossy without `include: ["file_search_call.results"]`: then only the
                 // queries come back. With results, the chunks are shown again as they were.
-                let (call, result) = file_search_replay(fs);
+                let (call, result) = file_search_replay(fs, &mut t.file_sources);
                 t.push_call(call);
                 t.push_tool_result(fs.id.clone(), result);
             }
@@ -258,7 +262,7 @@ fn web_search_replay(ws: &protocol::input::WebSearchCallItem) -> (Call, String) 
     (call, result)
 }
 
-fn file_search_replay(fs: &protocol::input::FileSearchCallItem) -> (Call, String) {
+fn file_search_replay(fs: &protocol::input::FileSearchCallItem, sources: &mut Vec<crate::events::file_citations::FileSource>) -> (Call, String) {
     use crate::executors::file_search::{render::render_for_model, FileHit};
     let call = Call {
         call_id: fs.id.clone(),
@@ -278,7 +282,9 @@ fn file_search_replay(fs: &protocol::input::FileSearchCallItem) -> (Call, String
                     attributes: r.get("attributes").and_then(|a| a.as_object()).cloned().unwrap_or_default(),
                 })
                 .collect();
-            render_for_model(&fs.queries, &hits, 1)
+            let text = render_for_model(&fs.queries, &hits, sources.len() + 1);
+            sources.extend(hits.iter().map(|h| crate::events::file_citations::FileSource { file_id: h.file_id.clone(), filename: h.filename.clone() }));
+            text
         }
         None => format!(
             "File search for {} (earlier turn; the results were not kept).",

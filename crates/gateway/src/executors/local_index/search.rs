@@ -53,11 +53,23 @@ pub fn bm25_score(s: f64) -> f64 {
 
 /// Lower-case words with diacritics removed (as FTS5's `unicode61 remove_diacritics 2`).
 fn folded_words(text: &str) -> impl Iterator<Item = String> + '_ {
+    let mut buf = String::new();
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(move |w| {
+        fold_into(w, &mut buf);
+        buf.clone()
+    })
+}
+
+/// Folds one word into `buf` (ASCII words without allocating or normalizing).
+fn fold_into(word: &str, buf: &mut String) {
     use unicode_normalization::char::is_combining_mark;
     use unicode_normalization::UnicodeNormalization;
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(|w| w.nfd().filter(|c| !is_combining_mark(*c)).flat_map(char::to_lowercase).collect())
+    buf.clear();
+    if word.is_ascii() {
+        buf.extend(word.chars().map(|c| c.to_ascii_lowercase()));
+    } else {
+        buf.extend(word.nfd().filter(|c| !is_combining_mark(*c)).flat_map(char::to_lowercase));
+    }
 }
 
 /// The share (0..1) of the distinct `query` words that occur in `text`.
@@ -65,7 +77,19 @@ pub fn coverage(query: &std::collections::HashSet<String>, text: &str) -> f64 {
     if query.is_empty() {
         return 0.0;
     }
-    let found: std::collections::HashSet<String> = folded_words(text).filter(|w| query.contains(w)).collect();
+    let mut found: Vec<&str> = Vec::with_capacity(query.len());
+    let mut buf = String::new();
+    for w in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+        fold_into(w, &mut buf);
+        if let Some(q) = query.get(buf.as_str()) {
+            if !found.contains(&q.as_str()) {
+                found.push(q);
+                if found.len() == query.len() {
+                    break;
+                }
+            }
+        }
+    }
     found.len() as f64 / query.len() as f64
 }
 
@@ -145,7 +169,7 @@ impl LocalIndex {
         let mut cands: HashMap<i64, Candidate> = HashMap::new();
         if let Some(fts) = fts_query(&super::schema::store_key(store_id), &req.query) {
             // Filters drop rows after ranking: read deeper so enough remain.
-            let depth = if req.filters.is_some() { 5000 } else { (max * 4).max(100) };
+            let depth = if req.filters.is_some() { 5000 } else { (max * 4).max(40) };
             let rows = sqlx::query(
                 "SELECT c.id, c.file_id, c.text, f.filename, s.attributes, -bm25(chunks_fts, 0.0, 1.0) AS s
                  FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid

@@ -265,19 +265,6 @@ impl Drop for Lease {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn params_are_counted_from_this_requests_input() {
-        assert_eq!(shift_index("input[7].call_id", 5), "input[2].call_id");
-        assert_eq!(shift_index("input[1]", 5), "input[1]");
-        assert_eq!(shift_index("input", 5), "input");
-        assert_eq!(shift_index("tools[0]", 5), "tools[0]");
-    }
-}
-
 /// Resolves the executor of every `file_search` vector store before any model call: an id
 /// no executor knows is a 400 `invalid_request_error` naming it (param
 /// `tools[i].vector_store_ids`); a store whose executor is not configured is a 400 naming
@@ -307,4 +294,17 @@ pub async fn resolve_file_stores(p: &mut Prepared) -> Result<(), HttpError> {
     }
     p.file_stores = stores;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_are_counted_from_this_requests_input() {
+        assert_eq!(shift_index("input[7].call_id", 5), "input[2].call_id");
+        assert_eq!(shift_index("input[1]", 5), "input[1]");
+        assert_eq!(shift_index("input", 5), "input");
+        assert_eq!(shift_index("tools[0]", 5), "tools[0]");
+    }
 }

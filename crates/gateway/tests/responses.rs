@@ -255,3 +255,22 @@ async fn health_and_readiness() {
     assert_eq!(down.get("/healthz").await.0, 200);
     assert_eq!(down.get("/readyz").await.0, 503);
 }
+
+/// `include` takes the API's values only (e.g. Codex's `reasoning.encrypted_content`); an
+/// unknown one is a 400 naming it, before any model call. The playground answers with a
+/// trailing slash too.
+#[tokio::test]
+async fn include_values_are_checked_and_the_playground_has_a_trailing_slash_route() {
+    let h = Harness::start().await;
+    let (s, b) = h.post(json!({"model":"m","input":"x","include":["reasoning.encrypted_content","bogus.include"]})).await;
+    assert_eq!(s, 400, "{b}");
+    assert_eq!(error_of(&b)["param"], "include[1]");
+    assert!(error_of(&b)["message"].as_str().unwrap().contains("bogus.include"));
+    assert!(h.upstream.requests().is_empty());
+    h.upstream.push(Script::text(&["ok"]));
+    let (s, b) = h.post(json!({"model":"m","input":"x","include":["reasoning.encrypted_content","file_search_call.results"]})).await;
+    assert_eq!(s, 200, "{b}");
+    let resp = h.client.get(format!("{}/playground/", h.base)).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    assert!(resp.text().await.unwrap().contains("<html"));
+}

@@ -150,6 +150,7 @@ pub fn router(state: Arc<AppState>, max_body_bytes: usize) -> Router {
         .route("/readyz", get(health::readyz))
         .route("/", get(playground::index))
         .route("/playground", get(playground::index))
+        .route("/playground/", get(playground::index))
         .route("/playground/{file}", get(playground::file))
         .fallback(health::not_found)
         .method_not_allowed_fallback(health::method_not_allowed)

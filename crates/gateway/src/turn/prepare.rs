@@ -48,6 +48,18 @@ pub struct Prepared {
     pub persist: Option<crate::turn::persist::Persist>,
 }
 
+/// The `include` values of the API (contract §1.1 `IncludeEnum`); others are a 400.
+pub const INCLUDE_VALUES: [&str; 8] = [
+    "file_search_call.results",
+    "web_search_call.results",
+    "web_search_call.action.sources",
+    "message.input_image.image_url",
+    "computer_call_output.output.image_url",
+    "code_interpreter_call.outputs",
+    "reasoning.encrypted_content",
+    "message.output_text.logprobs",
+];
+
 /// Parses the body. Not JSON → 400 with `param: null`; a wrong type → 400 naming the
 /// field path (e.g. `input[0].content`). Unknown top-level fields are returned for the
 /// caller to ignore or reject.
@@ -115,6 +127,15 @@ pub fn prepare_with(
     let Some(model) = req.model.clone().filter(|m| !m.is_empty()) else {
         return Err(bad("model", "Missing required parameter: 'model'.", "missing_required_parameter"));
     };
+    for (i, value) in req.include.iter().flatten().enumerate() {
+        if !INCLUDE_VALUES.contains(&value.as_str()) {
+            return Err(bad(
+                &format!("include[{i}]"),
+                format!("Invalid value: '{value}'. Supported values are: {}.", INCLUDE_VALUES.join(", ")),
+                "invalid_value",
+            ));
+        }
+    }
     let upstream_model = match models {
         None => model.clone(),
         Some(map) => match map.get(&model) {

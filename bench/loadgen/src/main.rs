@@ -22,6 +22,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+mod fixture_server;
 mod report;
 mod search_fixture;
 mod vector_fixture;

@@ -6,12 +6,9 @@
 //! Ctrl-C prints `SERVED <n> searches` (so a run can check that every request searched) and
 //! exits.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use anyhow::Context;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use crate::fixture_server::{self, response};
 
 /// A realistic SearXNG page: five results, one duplicate URL and one `javascript:` URL (the
 /// gateway drops both), the extra top-level keys a real instance sends.
@@ -23,56 +20,11 @@ pub const PAGE: &str = r#"{"query":"2025 Tour de France winner","number_of_resul
 {"url":"javascript:alert(1)","title":"Click here","content":"Not a web page.","engine":"bing","engines":["bing"],"score":1.0,"publishedDate":null,"parsed_url":["javascript","","alert(1)","","",""],"template":"default.html","positions":[5],"category":"general","thumbnail":null}
 ],"answers":[],"corrections":[],"infoboxes":[],"suggestions":["tour de france 2025 stages"],"unresponsive_engines":[["wikidata","timeout"]]}"#;
 
-fn response(status: &str, ctype: &str, body: &str) -> Vec<u8> {
-    format!("HTTP/1.1 {status}\r\ncontent-type: {ctype}\r\ncontent-length: {}\r\n\r\n{body}", body.len()).into_bytes()
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
-}
-
 /// Serves until SIGTERM / Ctrl-C.
 pub async fn serve(listen: &str) -> anyhow::Result<()> {
-    let listener = TcpListener::bind(listen).await.with_context(|| format!("binding {listen}"))?;
-    println!("LISTENING http://{}/search", listener.local_addr()?);
-    let page: Arc<[u8]> = response("200 OK", "application/json", PAGE).into();
-    let health: Arc<[u8]> = response("200 OK", "text/plain", "ok").into();
-    let served = Arc::new(AtomicU64::new(0));
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    loop {
-        let (mut sock, _) = tokio::select! {
-            r = listener.accept() => r?,
-            _ = term.recv() => break,
-            _ = tokio::signal::ctrl_c() => break,
-        };
-        let _ = sock.set_nodelay(true);
-        let (page, health, served) = (page.clone(), health.clone(), served.clone());
-        tokio::spawn(async move {
-            let mut buf = Vec::with_capacity(4096);
-            let mut chunk = [0u8; 4096];
-            loop {
-                // GET requests have no body: one request per header block.
-                while let Some(end) = find(&buf, b"\r\n\r\n") {
-                    let reply = if buf.starts_with(b"GET /healthz") {
-                        &health
-                    } else {
-                        served.fetch_add(1, Ordering::Relaxed);
-                        &page
-                    };
-                    if sock.write_all(reply).await.is_err() {
-                        return;
-                    }
-                    buf.drain(..end + 4);
-                }
-                match sock.read(&mut chunk).await {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                }
-            }
-        });
-    }
-    println!("SERVED {} searches", served.load(Ordering::Relaxed));
-    Ok(())
+    let (page, health) = (response("application/json", PAGE), response("text/plain", "ok"));
+    let route = move |head: &[u8]| if head.starts_with(b"GET /healthz") { (health.clone(), false) } else { (page.clone(), true) };
+    fixture_server::serve(listen, "/search", Arc::new(route)).await
 }
 
 #[cfg(test)]

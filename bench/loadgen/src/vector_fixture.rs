@@ -4,12 +4,9 @@
 //! (`PAGE`, three chunks), `GET /healthz` `ok`. HTTP/1.1 keep-alive. Prints `LISTENING
 //! http://ADDR/v1` once bound; on SIGTERM or Ctrl-C prints `SERVED <n> searches` and exits.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use anyhow::Context;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use crate::fixture_server::{self, response};
 
 /// A search page in OpenAI's shape: three chunks of two files.
 pub const PAGE: &str = r#"{"object":"vector_store.search_results.page","search_query":["tour de france 2025 winner"],"data":[
@@ -20,73 +17,21 @@ pub const PAGE: &str = r#"{"object":"vector_store.search_results.page","search_q
 
 const STORE: &str = r#"{"id":"vs_bench","object":"vector_store","status":"completed"}"#;
 
-fn response(ctype: &str, body: &str) -> Vec<u8> {
-    format!("HTTP/1.1 200 OK\r\ncontent-type: {ctype}\r\ncontent-length: {}\r\n\r\n{body}", body.len()).into_bytes()
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
-}
-
-/// `content-length` of a header block (0 when absent).
-fn content_length(head: &[u8]) -> usize {
-    let text = String::from_utf8_lossy(head);
-    text.lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.trim().eq_ignore_ascii_case("content-length").then(|| v.trim().parse().ok())?
-        })
-        .unwrap_or(0)
-}
-
 /// Serves until SIGTERM / Ctrl-C.
 pub async fn serve(listen: &str) -> anyhow::Result<()> {
-    let listener = TcpListener::bind(listen).await.with_context(|| format!("binding {listen}"))?;
-    println!("LISTENING http://{}/v1", listener.local_addr()?);
-    let page: Arc<[u8]> = response("application/json", PAGE).into();
-    let store: Arc<[u8]> = response("application/json", STORE).into();
-    let health: Arc<[u8]> = response("text/plain", "ok").into();
-    let served = Arc::new(AtomicU64::new(0));
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    loop {
-        let (mut sock, _) = tokio::select! {
-            r = listener.accept() => r?,
-            _ = term.recv() => break,
-            _ = tokio::signal::ctrl_c() => break,
-        };
-        let _ = sock.set_nodelay(true);
-        let (page, store, health, served) = (page.clone(), store.clone(), health.clone(), served.clone());
-        tokio::spawn(async move {
-            let mut buf = Vec::with_capacity(8192);
-            let mut chunk = [0u8; 8192];
-            loop {
-                while let Some(end) = find(&buf, b"\r\n\r\n") {
-                    let total = end + 4 + content_length(&buf[..end]);
-                    if buf.len() < total {
-                        break;
-                    }
-                    let reply = if buf.starts_with(b"POST ") {
-                        served.fetch_add(1, Ordering::Relaxed);
-                        &page
-                    } else if buf.starts_with(b"GET /healthz") {
-                        &health
-                    } else {
-                        &store
-                    };
-                    if sock.write_all(reply).await.is_err() {
-                        return;
-                    }
-                    buf.drain(..total);
-                }
-                match sock.read(&mut chunk).await {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                }
-            }
-        });
-    }
-    println!("SERVED {} searches", served.load(Ordering::Relaxed));
-    Ok(())
+    let page = response("application/json", PAGE);
+    let store = response("application/json", STORE);
+    let health = response("text/plain", "ok");
+    let route = move |head: &[u8]| {
+        if head.starts_with(b"POST ") {
+            (page.clone(), true)
+        } else if head.starts_with(b"GET /healthz") {
+            (health.clone(), false)
+        } else {
+            (store.clone(), false)
+        }
+    };
+    fixture_server::serve(listen, "/v1", Arc::new(route)).await
 }
 
 #[cfg(test)]
@@ -95,6 +40,5 @@ mod tests {
     fn page_is_a_search_page() {
         let v: serde_json::Value = serde_json::from_str(super::PAGE).unwrap();
         assert_eq!(v["data"].as_array().unwrap().len(), 3);
-        assert_eq!(super::content_length(b"POST /x HTTP/1.1\r\nContent-Length: 42\r\nHost: a"), 42);
     }
 }

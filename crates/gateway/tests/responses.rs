@@ -274,3 +274,39 @@ async fn include_values_are_checked_and_the_playground_has_a_trailing_slash_rout
     assert_eq!(resp.status().as_u16(), 200);
     assert!(resp.text().await.unwrap().contains("<html"));
 }
+
+/// Streamed text is never held: with the model pausing between tokens, each delta reaches
+/// the client while the next token is still being generated (the SSE body only joins
+/// events that are produced together).
+#[tokio::test]
+async fn each_delta_is_delivered_before_the_next_token_exists() {
+    use futures_util::StreamExt;
+    let h = Harness::start().await;
+    h.upstream.push(Script::text(&["alpha ", "bravo ", "charlie"]).delay_ms(300));
+    let resp = h
+        .client
+        .post(format!("{}/v1/responses", h.base))
+        .json(&json!({"model": "m", "input": "hi", "stream": true, "store": false}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let mut stream = resp.bytes_stream();
+    let mut seen = String::new();
+    let mut when_alpha_arrived = None;
+    let mut when_bravo_arrived = None;
+    while let Some(Ok(chunk)) = stream.next().await {
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+        if when_alpha_arrived.is_none() && seen.contains("\"delta\":\"alpha \"") {
+            when_alpha_arrived = Some(seen.clone());
+        }
+        if when_bravo_arrived.is_none() && seen.contains("\"delta\":\"bravo \"") {
+            when_bravo_arrived = Some(seen.clone());
+        }
+    }
+    let alpha = when_alpha_arrived.expect("alpha delta");
+    assert!(alpha.contains("response.created") && !alpha.contains("bravo"), "the first delta waited for the next token:\n{alpha}");
+    let bravo = when_bravo_arrived.expect("bravo delta");
+    assert!(!bravo.contains("charlie") && !bravo.contains("response.completed"), "the second delta waited:\n{bravo}");
+    assert!(seen.contains("response.completed"));
+}

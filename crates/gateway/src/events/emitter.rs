@@ -22,12 +22,13 @@ use super::Accumulator;
 pub struct Sink {
     tx: UnboundedSender<Bytes>,
     buf: BytesMut,
+    first_delta_sent: bool,
 }
 
 impl Sink {
     /// Wraps the channel the SSE body reads from.
     pub fn new(tx: UnboundedSender<Bytes>) -> Self {
-        Sink { tx, buf: BytesMut::with_capacity(16 * 1024) }
+        Sink { tx, buf: BytesMut::with_capacity(16 * 1024), first_delta_sent: false }
     }
 
     fn send(&mut self) {
@@ -36,6 +37,16 @@ impl Sink {
         let _ = self.tx.send(frame);
         if self.buf.capacity() < 1024 {
             self.buf.reserve(16 * 1024);
+        }
+    }
+
+    /// After the response's first text or argument delta: an empty frame, which tells the
+    /// SSE body to write what it holds now rather than at the end of the burst
+    /// (`http::sse`), so the first token is never held.
+    fn flush_first_delta(&mut self) {
+        if !self.first_delta_sent {
+            self.first_delta_sent = true;
+            let _ = self.tx.send(Bytes::new());
         }
     }
 
@@ -138,8 +149,12 @@ impl Emitter {
         self.acc.fold(kind);
     }
 
-    /// `response.created` then `response.in_progress`.
+    /// `response.created` then `response.in_progress`, once (a second call does nothing:
+    /// the streaming handler sends them before the turn task runs).
     pub fn start(&mut self) {
+        if self.seq > 0 {
+            return;
+        }
         if self.sink.is_none() {
             // Nothing to send: the fold of these two events is the base Response itself.
             self.seq += 2;
@@ -203,6 +218,7 @@ impl Emitter {
             b.extend_from_slice(itoa::Buffer::new().format(self.seq).as_bytes());
             b.extend_from_slice(b"}\n\n");
             sink.send();
+            sink.flush_first_delta();
         }
         self.seq += 1;
         self.acc.append_text(output_index, &delta);
@@ -311,6 +327,9 @@ impl Emitter {
             _ => return,
         };
         self.emit(kind);
+        if let Some(sink) = &mut self.sink {
+            sink.flush_first_delta();
+        }
     }
 
     /// Closes a call item: `…arguments.done` / `…input.done` with the final text, then
@@ -469,6 +488,9 @@ mod tests {
         while let Ok(f) = rx.try_recv() {
             frames.push(f);
         }
+        // The first delta is followed by the empty "write now" mark for the SSE body.
+        assert_eq!(frames.last().map(|f| f.is_empty()), Some(true), "flush mark after the first delta");
+        frames.pop();
         let got = frames.last().expect("frame").clone();
         let item_id = e.item_id(idx);
         let kind = EventKind::OutputTextDelta { item_id, output_index: idx, content_index: 0, delta: delta.clone(), logprobs: Vec::new() };
@@ -476,5 +498,10 @@ mod tests {
         let want = format!("event: response.output_text.delta\ndata: {json}\n\n");
         assert_eq!(String::from_utf8_lossy(&got), want);
         assert_eq!(e.message_text(idx), delta, "folded like the event");
+        // Only the first delta asks for a write at once.
+        e.text_delta(idx, "more".into());
+        let rest: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+        assert_eq!(rest.len(), 1);
+        assert!(!rest[0].is_empty());
     }
 }

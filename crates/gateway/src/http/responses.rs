@@ -108,8 +108,11 @@ fn stream(state: Arc<AppState>, mut prepared: Prepared) -> Response {
     let plan = prepared.persist.take();
     let persisted = plan.is_some();
     let keepalive = state.keepalive;
+    // The first events are queued before the turn runs, so the response head and them
+    // leave in one write.
+    let mut emitter = Emitter::new(prepared.base.clone(), Some(Sink::new(tx)));
+    emitter.start();
     let task = state.turns.clone().spawn(async move {
-        let mut emitter = Emitter::new(prepared.base.clone(), Some(Sink::new(tx)));
         if plan.is_some() {
             // Commit first, then send the terminal event (or response.failed).
             emitter.hold_terminal();

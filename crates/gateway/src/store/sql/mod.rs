@@ -118,6 +118,9 @@ impl SqlStore {
         let pool = AnyPoolOptions::new()
             .max_connections(config.max_connections)
             .acquire_timeout(Duration::from_millis(config.acquire_timeout_ms))
+            // A SQLite connection is a file handle in this process: a ping per acquire
+            // would only add a round trip to its worker thread on every query.
+            .test_before_acquire(!sqlite)
             .after_connect(move |conn, _| {
                 Box::pin(async move {
                     if sqlite {

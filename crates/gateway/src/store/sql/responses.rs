@@ -84,54 +84,61 @@ impl SqlStore {
     /// never has to upgrade a read lock); a lost lease rolls everything back.
     pub(super) async fn save(&self, turn: TurnRecord) -> Result<(), StoreError> {
         let transcript = to_json(&turn.transcript)?;
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        if let Some(conv) = &turn.conversation {
-            let n = i64::try_from(conv.items.len()).unwrap_or(i64::MAX);
-            let updated = sqlx::query(
-                "UPDATE conversations SET next_seq = next_seq + $3, version = version + 1, transcript = $4, \
-                 transcript_version = CASE WHEN version = $5 THEN version + 1 ELSE NULL END, \
-                 lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2",
-            )
-            .bind(&conv.id)
-            .bind(&conv.lease_owner)
-            .bind(n)
-            .bind(&transcript)
-            .bind(conv.version)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            if updated.rows_affected() == 0 {
-                return Err(StoreError::LeaseLost);
+        let Some(conv) = &turn.conversation else {
+            // One statement is atomic on its own: no transaction round trips.
+            if let Some(stored) = &turn.stored {
+                insert_response(&turn, stored, &transcript)?.execute(&self.pool).await.map_err(db_err)?;
             }
-            let next: i64 = sqlx::query_scalar("SELECT next_seq FROM conversations WHERE id = $1")
-                .bind(&conv.id)
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(db_err)?;
-            // Items whose id is already in the conversation (a client replaying an item)
-            // are not added twice.
-            insert_items(&mut tx, &conv.id, next - n, &conv.items, true).await?;
+            return Ok(());
+        };
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let n = i64::try_from(conv.items.len()).unwrap_or(i64::MAX);
+        let updated = sqlx::query(
+            "UPDATE conversations SET next_seq = next_seq + $3, version = version + 1, transcript = $4, \
+             transcript_version = CASE WHEN version = $5 THEN version + 1 ELSE NULL END, \
+             lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2",
+        )
+        .bind(&conv.id)
+        .bind(&conv.lease_owner)
+        .bind(n)
+        .bind(&transcript)
+        .bind(conv.version)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        if updated.rows_affected() == 0 {
+            return Err(StoreError::LeaseLost);
         }
-        if let Some((response, input_items)) = &turn.stored {
-            sqlx::query(
-                "INSERT INTO responses (id, created_at, status, previous_response_id, conversation_id, response, input_items, transcript) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-            )
-            .bind(&turn.response_id)
-            .bind(turn.created_at)
-            .bind(&turn.status)
-            .bind(turn.previous_response_id.as_deref())
-            .bind(turn.conversation.as_ref().map(|c| c.id.as_str()))
-            .bind(to_json(response)?)
-            .bind(to_json(input_items)?)
-            .bind(&transcript)
-            .execute(&mut *tx)
+        let next: i64 = sqlx::query_scalar("SELECT next_seq FROM conversations WHERE id = $1")
+            .bind(&conv.id)
+            .fetch_one(&mut *tx)
             .await
             .map_err(db_err)?;
+        // Items whose id is already in the conversation (a client replaying an item)
+        // are not added twice.
+        insert_items(&mut tx, &conv.id, next - n, &conv.items, true).await?;
+        if let Some(stored) = &turn.stored {
+            insert_response(&turn, stored, &transcript)?.execute(&mut *tx).await.map_err(db_err)?;
         }
         tx.commit().await.map_err(db_err)?;
         Ok(())
     }
+}
+
+/// The `responses` row of a turn.
+fn insert_response<'q>(turn: &'q TurnRecord, (response, input_items): &'q (Value, Vec<Value>), transcript: &'q str) -> Result<sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>, StoreError> {
+    Ok(sqlx::query(
+        "INSERT INTO responses (id, created_at, status, previous_response_id, conversation_id, response, input_items, transcript) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+    )
+    .bind(&turn.response_id)
+    .bind(turn.created_at)
+    .bind(&turn.status)
+    .bind(turn.previous_response_id.as_deref())
+    .bind(turn.conversation.as_ref().map(|c| c.id.as_str()))
+    .bind(to_json(response)?)
+    .bind(to_json(input_items)?)
+    .bind(transcript))
 }
 
 /// Inserts items at `seq`, `seq + 1`, …; `skip_existing` leaves out ids already present.

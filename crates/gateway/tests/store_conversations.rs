@@ -381,7 +381,59 @@ async fn reused_item_ids_never_lose_an_item(db: Arc<TestDb>) {
     assert!(ids[2].starts_with("msg_") && ids[2] != "msg_fixed", "{ids:?}");
 }
 
+/// Tool outputs that answer no call (or answer one twice) are refused when they are added,
+/// so no item can make every later turn fail; an orphan left by deleting its call is named
+/// in the turn's 400 with how to repair it, and the repair works.
+async fn items_that_would_break_later_turns_are_refused(db: Arc<TestDb>) {
+    let h = start(db).await;
+    let call = json!({"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": "{}"});
+    let output = json!({"type": "function_call_output", "call_id": "call_1", "output": "sunny"});
+    let orphan = json!({"type": "function_call_output", "call_id": "call_nowhere", "output": "x"});
+    // At creation: an output before its call, and an orphan.
+    let (s, b) = h.post_to("/v1/conversations", json!({"items": [output.clone(), call.clone()]})).await;
+    assert_eq!(s, 400, "{b}");
+    assert_eq!(error_of(&b)["param"], "items[0].call_id");
+    let (s, b) = h.post_to("/v1/conversations", json!({"items": [orphan.clone()]})).await;
+    assert_eq!(s, 400, "{b}");
+    let (s, c) = h.post_to("/v1/conversations", json!({"items": [call.clone()]})).await;
+    assert_eq!(s, 200, "{c}");
+    let id = c["id"].as_str().unwrap().to_string();
+    // Adding: an orphan is refused, the call's output is taken once, a second one refused.
+    let (s, b) = h.post_to(&format!("/v1/conversations/{id}/items"), json!({"items": [orphan]})).await;
+    assert_eq!(s, 400, "{b}");
+    assert_eq!(error_of(&b)["param"], "items[0].call_id");
+    assert!(error_of(&b)["message"].as_str().unwrap().contains("call_nowhere"), "{b}");
+    let (s, b) = h.post_to(&format!("/v1/conversations/{id}/items"), json!({"items": [output.clone()]})).await;
+    assert_eq!(s, 200, "{b}");
+    let output_id = b["data"][0]["id"].as_str().unwrap().to_string();
+    let (s, b) = h.post_to(&format!("/v1/conversations/{id}/items"), json!({"items": [output]})).await;
+    assert_eq!(s, 400, "{b}");
+    assert!(error_of(&b)["message"].as_str().unwrap().contains("Duplicate"), "{b}");
+    // The conversation still works.
+    h.upstream.push(Script::text(&["fine"]));
+    let (s, b) = h.post(json!({"model":"m","conversation":id,"input":"and now?"})).await;
+    assert_eq!(s, 200, "{b}");
+    // Deleting the call leaves its output orphaned: the turn's 400 names that item.
+    let (_, items) = h.get(&format!("/v1/conversations/{id}/items?order=asc")).await;
+    let call_id = ids(&items)[0].clone();
+    let (s, _) = h.delete(&format!("/v1/conversations/{id}/items/{call_id}")).await;
+    assert_eq!(s, 200);
+    let (s, b) = h.post(json!({"model":"m","conversation":id,"input":"again"})).await;
+    assert_eq!(s, 400, "{b}");
+    let err = error_of(&b);
+    assert_eq!(err["param"], "conversation");
+    let message = err["message"].as_str().unwrap();
+    assert!(message.contains(&output_id) && message.contains("DELETE"), "{message}");
+    // Following the advice repairs the conversation.
+    let (s, _) = h.delete(&format!("/v1/conversations/{id}/items/{output_id}")).await;
+    assert_eq!(s, 200);
+    h.upstream.push(Script::text(&["repaired"]));
+    let (s, b) = h.post(json!({"model":"m","conversation":id,"input":"again"})).await;
+    assert_eq!(s, 200, "{b}");
+}
+
 on_both_backends!(
+    items_that_would_break_later_turns_are_refused,
     reused_item_ids_never_lose_an_item,
     deleting_a_conversation_during_a_turn_is_409,
     expired_lease_is_taken_over,

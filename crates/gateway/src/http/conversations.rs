@@ -86,6 +86,65 @@ fn check_items(given: Vec<Value>) -> Result<Vec<Value>, HttpError> {
     Ok(out)
 }
 
+/// How an item changes the list of calls and their answered flags.
+enum Fold {
+    Done,
+    /// A tool output whose `call_id` matches no call before it.
+    NoCall,
+    /// A second output for one call.
+    Duplicate,
+}
+
+fn fold(calls: &mut Vec<(String, bool)>, item: &Value) -> Fold {
+    let kind = item.get("type").and_then(Value::as_str).unwrap_or_default();
+    let Some(call_id) = item.get("call_id").and_then(Value::as_str) else { return Fold::Done };
+    match kind {
+        "function_call" | "custom_tool_call" => calls.push((call_id.to_string(), false)),
+        "function_call_output" | "custom_tool_call_output" => match calls.iter_mut().find(|(id, _)| id == call_id) {
+            None => return Fold::NoCall,
+            Some((_, true)) => return Fold::Duplicate,
+            Some((_, answered)) => *answered = true,
+        },
+        _ => {}
+    }
+    Fold::Done
+}
+
+/// Tool outputs among `items` must answer a call that comes before them (in `calls`, the
+/// conversation's calls so far with their answered flag, or earlier in `items`), once:
+/// otherwise every later turn on the conversation would be refused. 400 naming
+/// `items[i].call_id`, worded as `POST /v1/responses` words it.
+fn check_outputs(mut calls: Vec<(String, bool)>, items: &[Value]) -> Result<(), HttpError> {
+    for (i, item) in items.iter().enumerate() {
+        let call_id = item.get("call_id").and_then(Value::as_str).unwrap_or_default();
+        let message = match fold(&mut calls, item) {
+            Fold::Done => continue,
+            Fold::NoCall => format!("No tool call found for output with call_id {call_id}."),
+            Fold::Duplicate => format!("Duplicate tool output for call_id {call_id}."),
+        };
+        return Err(HttpError::bad_request(Some(format!("items[{i}].call_id")), message).with_code("invalid_value"));
+    }
+    Ok(())
+}
+
+/// The conversation's calls and whether each has its output (from its current transcript,
+/// or from its items); None for an unknown conversation.
+async fn calls_so_far(state: &AppState, id: &str) -> Result<Option<Vec<(String, bool)>>, HttpError> {
+    let Some(context) = state.store.conversation_context(id).await? else { return Ok(None) };
+    if let Some(t) = context.transcript {
+        return Ok(Some(t.calls()));
+    }
+    let mut calls: Vec<(String, bool)> = Vec::new();
+    for item in &context.items {
+        let _ = fold(&mut calls, item);
+    }
+    Ok(Some(calls))
+}
+
+fn has_outputs(items: &[Value]) -> bool {
+    items.iter().any(|i| matches!(i.get("type").and_then(Value::as_str), Some("function_call_output" | "custom_tool_call_output")))
+}
+
 fn conversation_not_found(id: &str) -> HttpError {
     HttpError::not_found(None, format!("Conversation with id '{id}' not found."), "conversation_not_found")
 }
@@ -108,6 +167,7 @@ pub async fn create(State(state): State<Arc<AppState>>, body: Bytes) -> Response
         let metadata = body.metadata.unwrap_or_default();
         check_metadata(&metadata)?;
         let items = check_items(body.items.unwrap_or_default())?;
+        check_outputs(Vec::new(), &items)?;
         let created_at = i64::try_from(now_secs()).unwrap_or(i64::MAX);
         let conversation = Conversation { id: new_id("conv"), created_at, metadata };
         state.store.create_conversation(NewConversation { conversation: conversation.clone(), items }).await?;
@@ -167,6 +227,10 @@ pub async fn add_items(State(state): State<Arc<AppState>>, Path(id): Path<String
                 .with_code("missing_required_parameter"));
         };
         let items = check_items(given)?;
+        if has_outputs(&items) {
+            let Some(calls) = calls_so_far(&state, &id).await? else { return Err(conversation_not_found(&id)) };
+            check_outputs(calls, &items)?;
+        }
         if state.store.add_items(&id, items.clone()).await? {
             Ok(items)
         } else {

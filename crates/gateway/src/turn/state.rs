@@ -30,6 +30,8 @@ pub struct Continuation {
     /// Conversation items that go before this request's input (when the conversation's
     /// stored transcript is not current).
     pub prefix: Vec<InputItem>,
+    /// The stored ids of `prefix`'s items, in the same order.
+    pub prefix_ids: Vec<String>,
     /// Echoed as `previous_response_id`.
     pub previous_response_id: Option<String>,
     /// Echoed as `conversation: {id}`.
@@ -38,7 +40,8 @@ pub struct Continuation {
 
 impl Continuation {
     /// Builds the transcript: `base`, then `prefix`, then this request's `items`. An error
-    /// naming `input[i]` counts only this request's items.
+    /// naming `input[i]` counts only this request's items; one in a stored conversation
+    /// item names that item (param `conversation`) and how to repair it.
     pub fn transcript(
         &self,
         instructions: Option<&str>,
@@ -48,10 +51,26 @@ impl Continuation {
         let n = self.prefix.len();
         let all: Vec<InputItem> = if n == 0 { items } else { self.prefix.iter().cloned().chain(items).collect() };
         transcript::build(self.base.clone(), instructions, &all, is_server_tool).map_err(|mut e| {
-            e.param = e.param.map(|p| shift_index(&p, n));
+            match e.param.as_deref().and_then(input_index) {
+                Some(i) if i < n => {
+                    let item_id = self.prefix_ids.get(i).map(String::as_str).unwrap_or_default();
+                    let conv = self.conversation_id.as_deref().unwrap_or_default();
+                    e.message = format!(
+                        "Conversation item '{item_id}' cannot be sent to the model: {} Delete it (DELETE /v1/conversations/{conv}/items/{item_id}) or add the item it needs.",
+                        e.message
+                    );
+                    e.param = Some("conversation".to_string());
+                }
+                _ => e.param = e.param.map(|p| shift_index(&p, n)),
+            }
             e
         })
     }
+}
+
+/// `input[7].call_id` → 7.
+fn input_index(param: &str) -> Option<usize> {
+    param.strip_prefix("input[")?.split_once(']')?.0.parse().ok()
 }
 
 /// `input[7].call_id` with 5 prefix items → `input[2].call_id`.
@@ -180,18 +199,20 @@ async fn begin_conversation(ctx: &Context<'_>, id: String) -> Result<(Continuati
             return Err(conversation_not_found(&id));
         };
         let mut prefix = Vec::with_capacity(context.items.len());
+        let mut prefix_ids = Vec::with_capacity(context.items.len());
         for item in context.items {
             let item_id = item.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
             let parsed = InputItem::from_value(item)
-                .map_err(|_| HttpError::from(StoreError::Corrupt { what: "conversation item", id: item_id }))?;
+                .map_err(|_| HttpError::from(StoreError::Corrupt { what: "conversation item", id: item_id.clone() }))?;
             prefix.push(parsed);
+            prefix_ids.push(item_id);
         }
-        Ok((context.version, context.transcript, prefix))
+        Ok((context.version, context.transcript, prefix, prefix_ids))
     }
     .await;
     match loaded {
-        Ok((version, base, prefix)) => {
-            let from = Continuation { base, prefix, previous_response_id: None, conversation_id: Some(id.clone()) };
+        Ok((version, base, prefix, prefix_ids)) => {
+            let from = Continuation { base, prefix, prefix_ids, previous_response_id: None, conversation_id: Some(id.clone()) };
             Ok((from, ConversationTurn { id, version, lease }))
         }
         Err(e) => {

@@ -73,7 +73,8 @@ impl Transcript {
     }
 
     /// Calls in the transcript as `(call_id, answered)`.
-    fn calls(&self) -> Vec<(String, bool)> {
+    /// Every call's id and whether an output answered it, in order.
+    pub fn calls(&self) -> Vec<(String, bool)> {
         let answered: std::collections::HashSet<&str> = self
             .entries
             .iter()

@@ -255,6 +255,12 @@ impl Store for SqlStore {
 
     fn ping(&self) -> BoxFuture<'_, Result<(), StoreError>> {
         Box::pin(async move {
+            if self.backend == BackendKind::Sqlite {
+                // A file in this process: nothing to ask but whether the pool is open (a
+                // query would cost two thread switches per stored turn). Disk trouble
+                // still surfaces at the commit.
+                return if self.pool.is_closed() { Err(db_err(sqlx::Error::PoolClosed)) } else { Ok(()) };
+            }
             sqlx::query("SELECT 1").execute(&self.pool).await.map_err(db_err)?;
             Ok(())
         })

@@ -160,9 +160,25 @@ impl Emitter {
             self.seq += 2;
             return;
         }
-        let snapshot = Box::new(self.acc.response.clone());
-        self.emit(EventKind::Created { response: snapshot.clone() });
-        self.emit(EventKind::InProgress { response: snapshot });
+        // Both events carry the same Response: it is encoded once (as the generic encoder
+        // would, see the test) and the fold is a no-op (the Response is unchanged).
+        let Ok(response) = serde_json::to_vec(&self.acc.response) else { return };
+        if let Some(sink) = &mut self.sink {
+            for (name, seq) in [("response.created", self.seq), ("response.in_progress", self.seq + 1)] {
+                let b = &mut sink.buf;
+                b.extend_from_slice(b"event: ");
+                b.extend_from_slice(name.as_bytes());
+                b.extend_from_slice(b"\ndata: {\"type\":\"");
+                b.extend_from_slice(name.as_bytes());
+                b.extend_from_slice(b"\",\"response\":");
+                b.extend_from_slice(&response);
+                b.extend_from_slice(b",\"sequence_number\":");
+                b.extend_from_slice(itoa::Buffer::new().format(seq).as_bytes());
+                b.extend_from_slice(b"}\n\n");
+                sink.send();
+            }
+        }
+        self.seq += 2;
     }
 
     pub(super) fn next_index(&self) -> usize {
@@ -473,6 +489,25 @@ mod tests {
             "truncation": "disabled", "usage": null, "user": null, "metadata": {}, "frequency_penalty": 0.0, "presence_penalty": 0.0
         }))
         .expect("base response")
+    }
+
+    /// The hand-written `response.created` / `response.in_progress` frames are byte-for-byte
+    /// the generic encoding.
+    #[test]
+    fn start_frames_match_the_generic_encoder() {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut e = Emitter::new(base(), Some(Sink::new(tx)));
+        e.start();
+        e.start();
+        let frames: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+        assert_eq!(frames.len(), 2, "start sends its two events once");
+        let response = Box::new(base());
+        for (i, kind) in [EventKind::Created { response: response.clone() }, EventKind::InProgress { response }].into_iter().enumerate() {
+            let json = serde_json::to_string(&Wire { kind: &kind, sequence_number: i as u64 }).expect("json");
+            let want = format!("event: {}\ndata: {json}\n\n", kind.name());
+            assert_eq!(String::from_utf8_lossy(&frames[i]), want);
+        }
+        assert_eq!(e.response(), &base());
     }
 
     /// The hand-written text-delta frame is byte-for-byte the generic encoding.

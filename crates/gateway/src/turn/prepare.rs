@@ -64,6 +64,11 @@ pub const INCLUDE_VALUES: [&str; 8] = [
 /// field path (e.g. `input[0].content`). Unknown top-level fields are returned for the
 /// caller to ignore or reject.
 pub fn parse_request(body: &[u8]) -> Result<CreateResponse, ApiError> {
+    // The common case without tracking the path (serde_path_to_error wraps every key);
+    // a body that fails is parsed again to name the offending field.
+    if let Ok(req) = serde_json::from_slice::<CreateResponse>(body) {
+        return Ok(req);
+    }
     let de = &mut serde_json::Deserializer::from_slice(body);
     match serde_path_to_error::deserialize::<_, CreateResponse>(de) {
         Ok(req) => Ok(req),

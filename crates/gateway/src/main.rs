@@ -7,11 +7,6 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 use responses_gateway::config::{Config, Overrides};
 
-/// mimalloc: the gateway allocates many small, short-lived buffers per event and request;
-/// glibc's malloc spent ~9% of the gateway's CPU on them.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// OpenAI-compatible Responses API gateway that owns tool execution.
 #[derive(Parser, Debug)]
 #[command(name = "responses-gateway", version, about)]

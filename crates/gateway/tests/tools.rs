@@ -279,6 +279,24 @@ async fn tool_choice_none_and_omission_make_the_server_tool_unavailable() {
     h.upstream.push(Script::text(&["no tools"]));
     let (s, _) = h.post(json!({"model":"m","input":"x","tools":[pv()],"tool_choice":"none"})).await;
     assert_eq!(s, 200);
+    // A model that calls the declared server tool under "none" anyway: never executed, the
+    // model is told so and answers.
+    h.upstream.push(Script::tool_call("package_version", r#"{"input":"axum"}"#));
+    h.upstream.push(Script::text(&["answer"]));
+    let (s, body) = h.post(json!({"model":"m","input":"x","tools":[pv(), weather()],"tool_choice":"none"})).await;
+    assert_eq!(s, 200, "{body}");
+    assert_eq!(types(&body), vec!["message"], "not executed under tool_choice none: {body}");
+    let reqs = h.upstream.requests();
+    assert!(reqs[1].body.get("tools").is_none() && reqs[2].body.get("tools").is_none());
+    let told = reqs[2].body["messages"].as_array().unwrap().iter().any(|m| m["role"] == "tool" && m["content"].as_str().unwrap_or_default().contains("no tool named"));
+    assert!(told, "{}", reqs[2].body);
+    // The same for a client tool: no function_call item is returned under "none".
+    h.upstream.push(Script::tool_call("get_weather", r#"{"city":"Paris"}"#));
+    h.upstream.push(Script::text(&["answer"]));
+    let s = h.stream(json!({"model":"m","input":"x","tools":[weather()],"tool_choice":"none"})).await;
+    assert_eq!(s.terminal_type(), "response.completed", "{}", s.raw);
+    assert_eq!(types(&s.response), vec!["message"], "{}", s.raw);
+    h.upstream.reset();
     h.upstream.push(Script::tool_call("package_version", r#"{"input":"axum"}"#));
     h.upstream.push(Script::text(&["answer"]));
     let (s, body) = h.post(json!({"model":"m","input":"x"})).await;

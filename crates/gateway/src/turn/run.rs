@@ -87,6 +87,10 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
             tool_choice: if last { &ToolChoice::None } else { &choice },
             sampling: &sampling,
         };
+        // Under `tool_choice: "none"` (and in the last round) no tool is offered: a call
+        // the model writes anyway is not streamed as a client item, and is answered as a
+        // call of an unknown tool (or, in the last round, dropped).
+        let offered_none = declared.is_empty();
         let mut round = Round::default();
         let streamed = async {
             match upstream.stream(&req).await {
@@ -95,7 +99,7 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
                     match stream.next().await {
                         None => break None,
                         Some(Err(e)) => break Some(e),
-                        Some(Ok(ev)) => round.on_event(ev, if last { &no_tools } else { &tools }, emitter, &mut usage, &files),
+                        Some(Ok(ev)) => round.on_event(ev, if offered_none { &no_tools } else { &tools }, emitter, &mut usage, &files),
                     }
                 },
             }
@@ -140,7 +144,9 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
             call.ensure_id();
             transcript_calls.push(Call { call_id: call.call_id.clone(), name: call.name.clone(), arguments: call.arguments.clone() });
             let reject = |content: String| ToolResult { call_id: call.call_id.clone(), content };
-            match tools.lookup(&call.name) {
+            // Only the tools offered this round (an `allowed_tools` choice offers a subset).
+            let offered = tools.lookup(&call.name).filter(|e| declared.iter().any(|d| d.name == e.upstream.name));
+            match offered {
                 None => answers.push(reject(format!(
                     "error: there is no tool named '{}'. Use one of the declared tools or answer directly.",
                     call.name

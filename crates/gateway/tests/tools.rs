@@ -361,3 +361,89 @@ async fn custom_tools_are_functions_unless_the_upstream_is_native() {
     let err = c.validate().unwrap_err().to_string();
     assert!(err.contains("upstream.native_tools") && err.contains("web_search"), "{err}");
 }
+
+/// `max_output_tokens` caps the sum over rounds: round 2 gets the remainder, usage sums both,
+/// and a round 1 that spent the whole budget ends `incomplete` without a second call.
+#[tokio::test]
+async fn max_output_tokens_caps_the_sum_over_rounds() {
+    let h = Harness::start().await;
+    h.upstream.push(Script::tool_call("package_version", r#"{"input":"axum"}"#).usage(10, 30));
+    h.upstream.push(Script::text(&["ok"]).usage(10, 7));
+    let (status, body) = h.post(json!({"model":"m","input":"x","tools":[pv()],"max_output_tokens":40})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "completed");
+    let reqs = h.upstream.requests();
+    assert_eq!(reqs[0].body["max_tokens"], 40);
+    assert_eq!(reqs[1].body["max_tokens"], 10, "round 2 gets what round 1 left");
+    assert_eq!(body["usage"]["output_tokens"], 37);
+    h.upstream.reset();
+    h.upstream.push(Script::tool_call("package_version", r#"{"input":"axum"}"#).usage(10, 40));
+    h.upstream.push(Script::text(&["never"]));
+    let s = h.stream(json!({"model":"m","input":"x","tools":[pv()],"max_output_tokens":40})).await;
+    assert_eq!(s.terminal_type(), "response.incomplete", "{}", s.raw);
+    assert_eq!(s.response["incomplete_details"]["reason"], "max_output_tokens");
+    assert_eq!(s.response["usage"]["output_tokens"], 40);
+    assert_eq!(h.upstream.requests().len(), 1, "no round without budget");
+}
+
+/// A call the model writes in the last round (sent without tools) is neither executed nor
+/// returned: no dangling call, the text is the final answer and the turn completes.
+#[tokio::test]
+async fn a_call_in_the_last_round_is_dropped_and_the_turn_completes() {
+    let h = Harness::start_with(|c| c.tools.max_rounds = 2).await;
+    h.upstream.push(Script::tool_call("package_version", r#"{"input":"axum"}"#));
+    h.upstream.push(Script::text(&["axum 0.8."]).with_tool_call("package_version", r#"{"input":"tokio"}"#));
+    let s = h.stream(json!({"model":"m","input":"x","tools":[pv()]})).await;
+    assert_eq!(s.terminal_type(), "response.completed", "{}", s.raw);
+    let reqs = h.upstream.requests();
+    assert_eq!(reqs.len(), 2);
+    assert!(reqs[1].body.get("tools").is_none(), "the last round has no tools");
+    assert_eq!(types(&s.response), vec!["message", "custom_tool_call", "custom_tool_call_output", "message"]);
+    let out = s.response["output"].as_array().unwrap();
+    let calls: Vec<&Value> = out.iter().filter(|i| i["type"] == "custom_tool_call").map(|i| &i["call_id"]).collect();
+    let outputs: Vec<&Value> = out.iter().filter(|i| i["type"] == "custom_tool_call_output").map(|i| &i["call_id"]).collect();
+    assert_eq!(calls, outputs, "every call has its output");
+    assert!(!s.raw.contains("tokio"), "the last round's call is not executed: {}", s.raw);
+    let last = out.last().unwrap();
+    assert_eq!(last["content"][0]["text"], "axum 0.8.");
+    assert_eq!(last["phase"], "final_answer");
+}
+
+/// `[server_tools.package_version] allow` is the allowlist the tool answers for and lists.
+#[tokio::test]
+async fn package_version_allowlist_comes_from_config() {
+    let h = Harness::start_with(|c| c.server_tools.package_version.allow = vec!["tokio".into()]).await;
+    h.upstream.push(
+        Script::default()
+            .with_tool(ToolCallScript::new("package_version", r#"{"input":"axum"}"#))
+            .with_tool(ToolCallScript::new("package_version", r#"{"input":"tokio"}"#)),
+    );
+    h.upstream.push(Script::text(&["ok"]));
+    let (status, body) = h.post(json!({"model":"m","input":"x","tools":[pv()]})).await;
+    assert_eq!(status, 200, "{body}");
+    let outs: Vec<&Value> = body["output"].as_array().unwrap().iter().filter(|i| i["type"] == "custom_tool_call_output").collect();
+    assert_eq!(outs[0]["status"], "incomplete");
+    assert_eq!(outs[0]["output"], "error: unknown component 'axum'. Allowed components: tokio.");
+    assert!(outs[1]["output"].as_str().unwrap().starts_with("tokio 1."), "{}", outs[1]);
+    let desc = h.upstream.requests()[0].body["tools"][0]["function"]["description"].as_str().unwrap().to_string();
+    assert!(desc.contains("tokio") && !desc.contains("axum"), "{desc}");
+}
+
+/// `[server_tools.package_version] enabled = false`: the name is no server tool any more, so
+/// a `custom` declaration of it is an ordinary client tool (no 400) and is never executed.
+#[tokio::test]
+async fn disabled_package_version_is_just_a_client_custom_tool() {
+    let h = Harness::start_with(|c| c.server_tools.package_version.enabled = false).await;
+    h.upstream.push(Script::tool_call("package_version", r#"{"input":"axum"}"#));
+    let (status, body) = h.post(json!({"model":"m","input":"x","tools":[pv()]})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(types(&body), vec!["custom_tool_call"], "returned to the client, not executed");
+    assert_eq!(body["output"][0]["input"], "axum");
+    let reqs = h.upstream.requests();
+    assert_eq!(reqs.len(), 1);
+    assert!(reqs[0].body["tools"][0]["function"].get("description").is_none(), "no server description: {}", reqs[0].body);
+    // nor is the name reserved: a client function may take it
+    h.upstream.push(Script::text(&["ok"]));
+    let (status, body) = h.post(json!({"model":"m","input":"x","tools":[{"type":"function","name":"package_version"}]})).await;
+    assert_eq!(status, 200, "{body}");
+}

@@ -129,9 +129,13 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
             push_text(&mut transcript, text);
             return finish(emitter, transcript, &mut files, Terminal::Incomplete(reason.into()), usage, None);
         }
-        let text = round.close_message(emitter, ItemStatus::Completed, &sources);
         // The last round went upstream without tools: a call the model writes anyway is
-        // neither executed nor returned, so the turn ends with its answer.
+        // neither executed nor returned (dropped before closing the message, so its text is
+        // the `final_answer`), and the turn ends with its answer.
+        if last {
+            round.calls.clear();
+        }
+        let text = round.close_message(emitter, ItemStatus::Completed, &sources);
         if round.calls.is_empty() || last {
             push_text(&mut transcript, text);
             return finish(emitter, transcript, &mut files, Terminal::Completed, usage, None);

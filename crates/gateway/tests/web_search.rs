@@ -279,3 +279,222 @@ async fn replayed_web_search_calls_rebuild_the_transcript() {
     assert!(msgs[2]["content"].as_str().unwrap().contains("https://a.example/"));
     let _ = ToolCallScript::new("x", "{}");
 }
+
+/// The `web_search_call` items of a response's output.
+fn searches(response: &Value) -> Vec<Value> {
+    response["output"].as_array().unwrap().iter().filter(|i| i["type"] == "web_search_call").cloned().collect()
+}
+
+/// Two searches in one round: each streams its own full lifecycle and both results reach the model.
+#[tokio::test]
+async fn two_searches_in_one_round_each_have_a_full_lifecycle() {
+    let (h, fx) = with_searxng().await;
+    fx.set(Mode::Ok(searxng_page()));
+    h.upstream.push(
+        Script::default()
+            .with_tool(ToolCallScript::new("web_search", json!({"query": "berlin art week"}).to_string()).id("call_a"))
+            .with_tool(ToolCallScript::new("web_search", json!({"query": "berlin galleries"}).to_string()).id("call_b")),
+    );
+    h.upstream.push(Script::text(&["See https://berlinartweek.de/en/ ."]));
+    let s = h.stream(json!({"model":"m","input":"x","tools":[{"type":"web_search"}],"parallel_tool_calls":true,"include":["web_search_call.action.sources"]})).await;
+    assert_eq!(s.terminal_type(), "response.completed");
+    let added: Vec<&Value> = s.of_type("response.output_item.added").into_iter().filter(|e| e["item"]["type"] == "web_search_call").collect();
+    assert_eq!(added.len(), 2);
+    let ids: Vec<&str> = added.iter().map(|e| e["item"]["id"].as_str().unwrap()).collect();
+    let idxs: Vec<u64> = added.iter().map(|e| e["output_index"].as_u64().unwrap()).collect();
+    assert_ne!(ids[0], ids[1], "distinct ids");
+    assert_ne!(idxs[0], idxs[1], "distinct output_index");
+    let mut queries = Vec::new();
+    for (id, idx) in ids.iter().zip(&idxs) {
+        let own: Vec<&Value> = s.events.iter().filter(|e| e["output_index"].as_u64() == Some(*idx)).collect();
+        let types: Vec<&str> = own.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        assert_eq!(
+            types,
+            vec!["response.output_item.added", "response.web_search_call.in_progress", "response.web_search_call.searching", "response.web_search_call.completed", "response.output_item.done"],
+            "lifecycle of {id}"
+        );
+        assert!(own[0]["item"].get("action").is_none(), "added without action: {}", own[0]);
+        assert!(own[1..4].iter().all(|e| e["item_id"] == *id), "{own:?}");
+        let done = &own[4]["item"];
+        assert_eq!((done["id"].as_str().unwrap(), &done["status"]), (*id, &json!("completed")));
+        assert_eq!(done["action"]["type"], "search");
+        assert_eq!(done["action"]["queries"], json!([done["action"]["query"]]));
+        assert!(!done["action"]["sources"].as_array().unwrap().is_empty());
+        queries.push(done["action"]["query"].as_str().unwrap().to_string());
+    }
+    queries.sort();
+    assert_eq!(queries, vec!["berlin art week", "berlin galleries"]);
+    // in parallel: both are searching before either completes
+    let t = s.types();
+    let last_searching = t.iter().rposition(|x| x == "response.web_search_call.searching").unwrap();
+    let first_completed = t.iter().position(|x| x == "response.web_search_call.completed").unwrap();
+    assert!(last_searching < first_completed, "{t:?}");
+    assert_eq!(searches(&s.response).len(), 2);
+    // two GETs, one per query
+    let mut seen: Vec<String> = fx.seen().iter().map(|r| r["query"]["q"].as_str().unwrap().to_string()).collect();
+    seen.sort();
+    assert_eq!(seen, vec!["berlin art week", "berlin galleries"]);
+    // the second round carries both calls and both results
+    let reqs = h.upstream.requests();
+    assert_eq!(reqs.len(), 2);
+    let msgs = reqs[1].body["messages"].as_array().unwrap();
+    let asst = msgs.iter().find(|m| m["role"] == "assistant" && m["tool_calls"].is_array()).unwrap();
+    let calls = asst["tool_calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 2, "one assistant message with both calls: {asst}");
+    let tm = tool_messages(&reqs[1].body);
+    assert_eq!(tm.len(), 2, "{msgs:?}");
+    let mut answered = Vec::new();
+    for (call, t) in calls.iter().zip(&tm) {
+        assert_eq!(t["tool_call_id"], call["id"], "each result answers its own call");
+        let args: Value = serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+        let q = args["query"].as_str().unwrap().to_string();
+        assert!(t["content"].as_str().unwrap().contains(&format!("Web search results for \"{q}\"")), "{t}");
+        answered.push(q);
+    }
+    answered.sort();
+    assert_eq!(answered, vec!["berlin art week", "berlin galleries"]);
+    assert_ne!(calls[0]["id"], calls[1]["id"]);
+}
+
+/// A SearXNG page with `n` distinct results whose snippets are 1000 non-ASCII characters.
+fn long_page(n: usize) -> Value {
+    let results: Vec<Value> = (0..n)
+        .map(|i| json!({"url": format!("https://site{i}.example.com/page"), "title": format!("Result {i}"), "content": format!("R{i:02}:{}", "é".repeat(1000)), "engine": "x", "engines": ["x"], "score": 1.0}))
+        .collect();
+    json!({"query": "q", "results": results, "answers": [], "corrections": [], "infoboxes": [], "suggestions": [], "unresponsive_engines": []})
+}
+
+/// Snippets the model read (the line after each `URL:` line) in a tool message.
+fn snippets(tool_output: &str) -> Vec<String> {
+    let lines: Vec<&str> = tool_output.lines().collect();
+    lines.iter().enumerate().filter(|(_, l)| l.starts_with("URL: ")).map(|(i, _)| lines[i + 1].to_string()).collect()
+}
+
+/// `search_context_size` medium (the default) and high give 5 and 10 results cut to 400 and 800 characters; the default echo matches the contract.
+#[tokio::test]
+async fn search_context_size_limits_results_and_snippets() {
+    let (h, fx) = with_searxng().await;
+    fx.set(Mode::Ok(long_page(12)));
+    for (decl, count, chars) in [(json!({"type":"web_search"}), 5, 400), (json!({"type":"web_search","search_context_size":"medium"}), 5, 400), (json!({"type":"web_search","search_context_size":"high"}), 10, 800)] {
+        h.upstream.reset();
+        h.upstream.push(search_call("q"));
+        h.upstream.push(Script::text(&["ok"]));
+        let (status, body) = h.post(json!({"model":"m","input":"x","tools":[decl.clone()],"include":["web_search_call.action.sources"]})).await;
+        assert_eq!(status, 200, "{body}");
+        let out = tool_messages(&h.upstream.requests()[1].body)[0]["content"].as_str().unwrap().to_string();
+        let snips = snippets(&out);
+        assert_eq!(snips.len(), count, "{decl}: {out}");
+        for (i, sn) in snips.iter().enumerate() {
+            let full = format!("R{i:02}:{}", "é".repeat(1000));
+            let kept: String = full.chars().take(chars).collect();
+            assert_eq!(sn.trim_end_matches('…'), kept, "{decl}: snippet {i} cut to {chars} characters");
+        }
+        assert_eq!(searches(&body)[0]["action"]["sources"].as_array().unwrap().len(), count, "{decl}");
+    }
+    let (_, body) = {
+        h.upstream.reset();
+        h.upstream.push(Script::text(&["ok"]));
+        h.post(json!({"model":"m","input":"x","tools":[{"type":"web_search"}]})).await
+    };
+    assert_eq!(
+        body["tools"][0],
+        json!({"type":"web_search","filters":null,"search_context_size":"medium","user_location":{"type":"approximate","city":null,"country":"US","region":null,"timezone":null}}),
+        "default echo per contract §2"
+    );
+}
+
+/// The dated variants are accepted, echoed with their declared type and run a search.
+#[tokio::test]
+async fn dated_variants_are_accepted_echoed_and_search() {
+    let (h, fx) = with_searxng().await;
+    fx.set(Mode::Ok(searxng_page()));
+    let us = json!({"type":"approximate","city":null,"country":"US","region":null,"timezone":null});
+    let cases = [
+        ("web_search_2025_08_26", json!({"type":"web_search_2025_08_26","filters":null,"search_context_size":"medium","user_location":us})),
+        ("web_search_preview_2025_03_11", json!({"type":"web_search_preview_2025_03_11","search_context_size":"medium","user_location":us})),
+    ];
+    for (i, (kind, echo)) in cases.into_iter().enumerate() {
+        let query = format!("dated {kind}");
+        h.upstream.push(search_call(&query));
+        h.upstream.push(Script::text(&["ok"]));
+        let s = h.stream(json!({"model":"m","input":"x","tools":[{"type":kind}]})).await;
+        assert_eq!(s.terminal_type(), "response.completed", "{kind}");
+        assert_eq!(s.response["tools"][0], echo, "{kind}");
+        let ws = searches(&s.response);
+        assert_eq!(ws.len(), 1, "{kind}");
+        assert_eq!(ws[0]["status"], "completed", "{kind}");
+        assert_eq!(ws[0]["action"]["query"], query.as_str());
+        assert_eq!(s.of_type("response.web_search_call.completed").len(), 1, "{kind}");
+        assert_eq!(fx.seen()[i]["query"]["q"], query.as_str(), "{kind}: the backend was searched");
+        assert_eq!(h.upstream.requests()[2 * i].body["tools"][0]["function"]["name"], "web_search", "{kind}");
+    }
+}
+
+/// openai backend: a URL found only in the private call's `web_search_call.action.sources` is a source the answer can cite.
+#[tokio::test]
+async fn openai_backend_action_sources_become_citable_sources() {
+    let fx = SearchFixture::start().await;
+    fx.set(Mode::Ok(json!({
+        "id": "resp_private", "object": "response", "status": "completed",
+        "output": [
+            {"type": "web_search_call", "id": "ws_x", "status": "completed", "action": {"type": "search", "query": "rust editions", "sources": [{"type": "url", "url": "https://doc.rust-lang.org/edition-guide/"}]}},
+            {"type": "message", "id": "msg_x", "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": "Rust news.", "annotations": [
+                {"type": "url_citation", "url": "https://www.rust-lang.org/news", "title": "Rust News", "start_index": 0, "end_index": 4}
+            ]}]}
+        ]
+    })));
+    let url = format!("{}/v1", fx.origin);
+    let h = Harness::start_with(move |c| {
+        c.web_search.backend = Some(WebSearchBackendKind::Openai);
+        c.web_search.openai.url = Some(url);
+        c.web_search.openai.model = Some("search-model".into());
+    })
+    .await;
+    h.upstream.push(search_call("rust editions"));
+    let answer = "Editions: [guide](https://doc.rust-lang.org/edition-guide/) and https://www.rust-lang.org/news";
+    h.upstream.push(Script::text(&[answer]));
+    let s = h.stream(json!({"model":"m","input":"x","tools":[{"type":"web_search"}],"include":["web_search_call.action.sources"]})).await;
+    assert_eq!(s.terminal_type(), "response.completed");
+    let ws = searches(&s.response);
+    let urls: Vec<&str> = ws[0]["action"]["sources"].as_array().unwrap().iter().map(|s| s["url"].as_str().unwrap()).collect();
+    assert!(urls.contains(&"https://doc.rust-lang.org/edition-guide/"), "{urls:?}");
+    let out = tool_messages(&h.upstream.requests()[1].body)[0]["content"].as_str().unwrap().to_string();
+    assert!(out.contains("URL: https://doc.rust-lang.org/edition-guide/"), "the model reads it: {out}");
+    let msg = s.response["output"].as_array().unwrap().iter().rev().find(|i| i["type"] == "message").unwrap().clone();
+    let text = msg["content"][0]["text"].as_str().unwrap();
+    let anns = msg["content"][0]["annotations"].as_array().unwrap();
+    let ann = anns.iter().find(|a| a["url"] == "https://doc.rust-lang.org/edition-guide/").unwrap_or_else(|| panic!("not cited: {anns:?}"));
+    assert_eq!(ann["type"], "url_citation");
+    assert_eq!(slice(text, ann["start_index"].as_u64().unwrap(), ann["end_index"].as_u64().unwrap()), "[guide](https://doc.rust-lang.org/edition-guide/)");
+    assert!(anns.iter().any(|a| a["url"] == "https://www.rust-lang.org/news"), "annotation sources still count: {anns:?}");
+    assert_eq!(s.of_type("response.output_text.annotation.added").len(), 2);
+}
+
+/// An unreachable backend (a closed port) is a failed call with no `.completed` event, and the model reads that the search failed.
+#[tokio::test]
+async fn unreachable_backend_is_a_failed_call_the_model_is_told_about() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let h = Harness::start_with(move |c| {
+        c.web_search.backend = Some(WebSearchBackendKind::Http);
+        c.web_search.http.url = Some(format!("http://127.0.0.1:{port}/search"));
+    })
+    .await;
+    h.upstream.push(search_call("closed port"));
+    h.upstream.push(Script::text(&["The search failed."]));
+    let s = h.stream(json!({"model":"m","input":"x","tools":[{"type":"web_search"}],"include":["web_search_call.action.sources"]})).await;
+    assert_eq!(s.terminal_type(), "response.completed");
+    let ws = searches(&s.response);
+    assert_eq!(ws.len(), 1);
+    assert_eq!(ws[0]["status"], "failed");
+    let id = ws[0]["id"].as_str().unwrap();
+    assert!(s.of_type("response.web_search_call.completed").iter().all(|e| e["item_id"] != id), "no .completed for a failed search");
+    assert_eq!(s.of_type("response.web_search_call.searching").len(), 1);
+    let done: Vec<&Value> = s.of_type("response.output_item.done").into_iter().filter(|e| e["item"]["id"] == id).collect();
+    assert_eq!(done[0]["item"]["status"], "failed");
+    let out = tool_messages(&h.upstream.requests()[1].body)[0]["content"].as_str().unwrap().to_string();
+    assert!(out.starts_with("error: web search failed") && out.contains("unreachable"), "{out}");
+    assert!(!out.contains("No results"), "not an empty result: {out}");
+}

@@ -117,11 +117,11 @@ pub fn prepare(
 /// transcript and/or conversation items it starts from). `models` maps public → upstream
 /// names (absent: pass through); an unknown model → 404 `model_not_found`.
 pub fn prepare_with(
-    req: CreateResponse,
+    mut req: CreateResponse,
     models: Option<&BTreeMap<String, String>>,
     reject_unknown: bool,
     registry: &Arc<Registry>,
-    from: Continuation,
+    mut from: Continuation,
 ) -> Result<Prepared, HttpError> {
     if let Some(key) = req.unknown.keys().next() {
         if reject_unknown {
@@ -158,7 +158,7 @@ pub fn prepare_with(
     if req.background == Some(true) {
         return Err(bad("background", "Background mode is not supported by this gateway.", "unsupported_parameter"));
     }
-    let items: Vec<InputItem> = match req.input.clone() {
+    let items: Vec<InputItem> = match req.input.take() {
         Some(Input::Text(s)) => vec![InputItem::Message(protocol::input::InputMessage {
             role: protocol::input::Role::User,
             content: protocol::MessageContent::Text(s),

@@ -42,15 +42,22 @@ impl Continuation {
     /// Builds the transcript: `base`, then `prefix`, then this request's `items`. An error
     /// naming `input[i]` counts only this request's items; one in a stored conversation
     /// item names that item (param `conversation`) and how to repair it.
+    /// Takes `base` and `prefix` out (a long conversation is not copied).
     pub fn transcript(
-        &self,
+        &mut self,
         instructions: Option<&str>,
         items: Vec<InputItem>,
         is_server_tool: &dyn Fn(&str) -> bool,
     ) -> Result<Transcript, ApiError> {
         let n = self.prefix.len();
-        let all: Vec<InputItem> = if n == 0 { items } else { self.prefix.iter().cloned().chain(items).collect() };
-        transcript::build(self.base.clone(), instructions, &all, is_server_tool).map_err(|mut e| {
+        let all: Vec<InputItem> = if n == 0 {
+            items
+        } else {
+            let mut all = std::mem::take(&mut self.prefix);
+            all.extend(items);
+            all
+        };
+        transcript::build(self.base.take(), instructions, &all, is_server_tool).map_err(|mut e| {
             match e.param.as_deref().and_then(input_index) {
                 Some(i) if i < n => {
                     let item_id = self.prefix_ids.get(i).map(String::as_str).unwrap_or_default();

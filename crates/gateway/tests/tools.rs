@@ -447,3 +447,34 @@ async fn disabled_package_version_is_just_a_client_custom_tool() {
     let (status, body) = h.post(json!({"model":"m","input":"x","tools":[{"type":"function","name":"package_version"}]})).await;
     assert_eq!(status, 200, "{body}");
 }
+
+/// Under `allowed_tools`, a call of a declared tool outside the allowed subset is neither
+/// streamed nor returned nor executed: the model is told the tool does not exist and answers.
+#[tokio::test]
+async fn calls_outside_allowed_tools_are_not_returned() {
+    let h = Harness::start().await;
+    let time = json!({"type":"function","name":"get_time","parameters":{"type":"object","properties":{}}});
+    let choice = json!({"type":"allowed_tools","mode":"auto","tools":[{"type":"function","name":"get_time"},{"type":"custom","name":"package_version"}]});
+    for tool in ["get_weather", "package_version"] {
+        h.upstream.reset();
+        let args = if tool == "get_weather" { r#"{"city":"Paris"}"# } else { r#"{"input":"axum"}"# };
+        h.upstream.push(Script::tool_call(tool, args));
+        h.upstream.push(Script::text(&["Final."]));
+        let allowed_pv = tool == "package_version";
+        let decl = if allowed_pv { vec![weather(), time.clone(), pv()] } else { vec![weather(), time.clone()] };
+        let choice = if allowed_pv { choice.clone() } else { json!({"type":"allowed_tools","mode":"auto","tools":[{"type":"function","name":"get_time"}]}) };
+        let s = h.stream(json!({"model":"m","input":"x","tools":decl,"tool_choice":choice,"store":false})).await;
+        assert_eq!(s.terminal_type(), "response.completed", "{}", s.raw);
+        if allowed_pv {
+            // package_version is allowed here: it runs.
+            assert!(types(&s.response).contains(&"custom_tool_call_output".to_string()), "{}", s.raw);
+            continue;
+        }
+        assert_eq!(types(&s.response), vec!["message"], "{}", s.raw);
+        let reqs = h.upstream.requests();
+        let offered: Vec<&str> = reqs[0].body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
+        assert_eq!(offered, vec!["get_time"]);
+        let told = reqs[1].body["messages"].as_array().unwrap().iter().any(|m| m["role"] == "tool" && m["content"].as_str().unwrap_or_default().contains("no tool named 'get_weather'"));
+        assert!(told, "{}", reqs[1].body);
+    }
+}

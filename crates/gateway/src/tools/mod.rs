@@ -235,6 +235,20 @@ impl ToolSet {
         Ok(())
     }
 
+    /// The same tools less those not in `offered` (upstream names): what one round of an
+    /// `allowed_tools` choice may call. `None` when every tool is offered.
+    pub fn restricted_to(&self, offered: &[&UpstreamFunction]) -> Option<ToolSet> {
+        if self.entries.iter().all(|e| offered.iter().any(|o| o.name == e.upstream.name)) {
+            return None;
+        }
+        let mut set = ToolSet { choice: self.choice.clone(), choice_echo: self.choice_echo.clone(), ..ToolSet::default() };
+        for e in self.entries.iter().filter(|e| offered.iter().any(|o| o.name == e.upstream.name)) {
+            set.by_visible.insert(e.visible_name().to_string(), set.entries.len());
+            set.entries.push(e.clone());
+        }
+        Some(set)
+    }
+
     /// The `file_search` declaration of this request, if any.
     pub fn file_search(&self) -> Option<&file_search::FileSearchOptions> {
         self.entries.iter().find_map(|e| match &e.kind {

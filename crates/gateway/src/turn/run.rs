@@ -68,7 +68,6 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
     let mut executed: u64 = 0;
     emitter.start();
     let mut choice = tools.choice.clone();
-    let no_tools = crate::tools::ToolSet::default();
     let max_rounds = limits.max_rounds.max(1);
     for round_no in 0..max_rounds {
         let last = round_no + 1 == max_rounds;
@@ -87,10 +86,12 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
             tool_choice: if last { &ToolChoice::None } else { &choice },
             sampling: &sampling,
         };
-        // Under `tool_choice: "none"` (and in the last round) no tool is offered: a call
-        // the model writes anyway is not streamed as a client item, and is answered as a
-        // call of an unknown tool (or, in the last round, dropped).
-        let offered_none = declared.is_empty();
+        // Only the tools offered this round count: under `tool_choice: "none"` (and in the
+        // last round) none, under `allowed_tools` a subset. A call of another tool is not
+        // streamed as a client item and is answered as a call of an unknown tool (or, in
+        // the last round, dropped).
+        let restricted = tools.restricted_to(&declared);
+        let offered = restricted.as_ref().unwrap_or(&tools);
         let mut round = Round::default();
         let streamed = async {
             match upstream.stream(&req).await {
@@ -99,7 +100,7 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
                     match stream.next().await {
                         None => break None,
                         Some(Err(e)) => break Some(e),
-                        Some(Ok(ev)) => round.on_event(ev, if offered_none { &no_tools } else { &tools }, emitter, &mut usage, &files),
+                        Some(Ok(ev)) => round.on_event(ev, offered, emitter, &mut usage, &files),
                     }
                 },
             }
@@ -148,9 +149,7 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
             call.ensure_id();
             transcript_calls.push(Call { call_id: call.call_id.clone(), name: call.name.clone(), arguments: call.arguments.clone() });
             let reject = |content: String| ToolResult { call_id: call.call_id.clone(), content };
-            // Only the tools offered this round (an `allowed_tools` choice offers a subset).
-            let offered = tools.lookup(&call.name).filter(|e| declared.iter().any(|d| d.name == e.upstream.name));
-            match offered {
+            match offered.lookup(&call.name) {
                 None => answers.push(reject(format!(
                     "error: there is no tool named '{}'. Use one of the declared tools or answer directly.",
                     call.name

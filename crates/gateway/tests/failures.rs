@@ -177,6 +177,25 @@ async fn non_openai_errors_are_openai_shaped() {
     assert_eq!(resp.status().as_u16(), 405);
     let body: serde_json::Value = resp.json().await.unwrap();
     assert_eq!(error_of(&body)["code"], "method_not_allowed");
+    // Every endpoint's extractor rejections are in the OpenAI shape too: bodies over the
+    // limit (plain and chunked) and a multipart form without a boundary.
+    let (_, conv) = h.post_to("/v1/conversations", json!({})).await;
+    let conv = conv["id"].as_str().unwrap().to_string();
+    for path in ["/v1/conversations".to_string(), format!("/v1/conversations/{conv}/items"), "/v1/vector_stores".to_string()] {
+        let (status, body) = h.post_to(&path, json!({"metadata": {"k": "x".repeat(4096)}})).await;
+        assert_eq!(status, 413, "{path}: {body}");
+        assert_eq!(error_of(&body)["code"], "request_too_large", "{path}");
+        let chunks = futures_util::stream::iter((0..8).map(|_| Ok::<_, std::io::Error>(bytes::Bytes::from(vec![b' '; 512]))));
+        let resp = h.client.post(format!("{}{path}", h.base)).header("content-type", "application/json")
+            .body(reqwest::Body::wrap_stream(chunks)).send().await.unwrap();
+        assert_eq!(resp.status().as_u16(), 413, "{path} chunked");
+        let body: serde_json::Value = resp.json().await.unwrap();
+        assert_eq!(error_of(&body)["type"], "invalid_request_error", "{path} chunked");
+    }
+    let resp = h.client.post(format!("{}/v1/files", h.base)).header("content-type", "multipart/form-data").body("x").send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 400);
+    let body: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(error_of(&body)["type"], "invalid_request_error", "{body}");
 }
 
 /// An upstream that drops the first connection after reading the request (as a server

@@ -8,6 +8,7 @@ pub mod health;
 pub mod list;
 pub mod models;
 pub mod playground;
+pub mod rejections;
 pub mod responses;
 pub mod sse;
 pub mod stored;
@@ -155,5 +156,6 @@ pub fn router(state: Arc<AppState>, max_body_bytes: usize) -> Router {
         .fallback(health::not_found)
         .method_not_allowed_fallback(health::method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body_bytes))
+        .layer(axum::middleware::map_response(rejections::openai_shaped))
         .with_state(state)
 }

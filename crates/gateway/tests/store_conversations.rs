@@ -430,6 +430,18 @@ async fn items_that_would_break_later_turns_are_refused(db: Arc<TestDb>) {
     h.upstream.push(Script::text(&["repaired"]));
     let (s, b) = h.post(json!({"model":"m","conversation":id,"input":"again"})).await;
     assert_eq!(s, 200, "{b}");
+    // A stored call that nothing answers is named too, and this request can answer it.
+    let (s, b) = h.post_to(&format!("/v1/conversations/{id}/items"), json!({"items": [{"type": "function_call", "call_id": "call_2", "name": "get_weather", "arguments": "{}"}]})).await;
+    assert_eq!(s, 200, "{b}");
+    let call2 = b["data"][0]["id"].as_str().unwrap().to_string();
+    let (s, b) = h.post(json!({"model":"m","conversation":id,"input":"and?"})).await;
+    assert_eq!(s, 400, "{b}");
+    let err = error_of(&b);
+    assert_eq!(err["param"], "conversation");
+    assert!(err["message"].as_str().unwrap().contains(&call2), "{b}");
+    h.upstream.push(Script::text(&["answered"]));
+    let (s, b) = h.post(json!({"model":"m","conversation":id,"input":[{"type":"function_call_output","call_id":"call_2","output":"rain"}]})).await;
+    assert_eq!(s, 200, "{b}");
 }
 
 on_both_backends!(

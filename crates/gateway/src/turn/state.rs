@@ -58,21 +58,47 @@ impl Continuation {
             all
         };
         transcript::build(self.base.take(), instructions, &all, is_server_tool).map_err(|mut e| {
+            let conv = self.conversation_id.as_deref().unwrap_or_default();
+            let item_id = |i: usize| self.prefix_ids.get(i).map(String::as_str).unwrap_or_default();
             match e.param.as_deref().and_then(input_index) {
                 Some(i) if i < n => {
-                    let item_id = self.prefix_ids.get(i).map(String::as_str).unwrap_or_default();
-                    let conv = self.conversation_id.as_deref().unwrap_or_default();
+                    let id = item_id(i);
                     e.message = format!(
-                        "Conversation item '{item_id}' cannot be sent to the model: {} Delete it (DELETE /v1/conversations/{conv}/items/{item_id}) or add the item it needs.",
+                        "Conversation item '{id}' cannot be sent to the model: {} Delete it (DELETE /v1/conversations/{conv}/items/{id}).",
                         e.message
                     );
                     e.param = Some("conversation".to_string());
+                }
+                None if n > 0 => {
+                    // A call stored in the conversation that nothing answers.
+                    if let Some(i) = unanswered_call(&e.message).and_then(|id| call_position(&all[..n], id)) {
+                        let id = item_id(i);
+                        e.message = format!(
+                            "{} It is conversation item '{id}': give its output in this request's input, add it (POST /v1/conversations/{conv}/items), or delete the call (DELETE /v1/conversations/{conv}/items/{id}).",
+                            e.message
+                        );
+                        e.param = Some("conversation".to_string());
+                    }
                 }
                 _ => e.param = e.param.map(|p| shift_index(&p, n)),
             }
             e
         })
     }
+}
+
+/// The call id in `transcript::build`'s "No tool output found for function call {id}.".
+fn unanswered_call(message: &str) -> Option<&str> {
+    message.strip_prefix("No tool output found for function call ")?.strip_suffix('.')
+}
+
+/// Where the call with `call_id` is among `items`.
+fn call_position(items: &[InputItem], call_id: &str) -> Option<usize> {
+    items.iter().position(|i| match i {
+        InputItem::FunctionCall(c) => c.call_id == call_id,
+        InputItem::CustomToolCall(c) => c.call_id == call_id,
+        _ => false,
+    })
 }
 
 /// `input[7].call_id` → 7.

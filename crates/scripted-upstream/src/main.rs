@@ -11,7 +11,21 @@ use scripted_upstream::{Script, ScriptedUpstream};
 
 /// A scripted OpenAI-compatible chat-completions model server.
 #[derive(Debug, Parser)]
-#[command(name = "scripted-upstream", version)]
+#[command(
+    name = "scripted-upstream",
+    version,
+    after_help = "Control endpoints (on the same address):
+  POST /_control/scripts   queue answers, one per future chat request (FIFO): a script
+                           object or an array of them, e.g.
+                           {\"text\":[\"Hel\",\"lo\"],\"token_delay_ms\":50}
+                           {\"tool_calls\":[{\"name\":\"get_weather\",\"arguments\":\"{\\\"city\\\":\\\"Paris\\\"}\"}]}
+                           fields: text, reasoning_content, tool_calls, finish_reason,
+                           token_delay_ms, usage, http_status, error_body, fault
+                           (see crates/scripted-upstream/src/script.rs)
+  GET  /_control/requests  every chat request received, in order
+  POST /_control/reset     empty the queue and the recorded requests
+When the queue is empty the default answer (--default-tokens, --token-delay-ms) is used."
+)]
 struct Args {
     /// Address to listen on (port 0 picks a free one).
     #[arg(long, default_value = "127.0.0.1:0")]

@@ -48,11 +48,15 @@ pub async fn serve_on(
     // then are cancelled (they end `incomplete` and stored turns are stored so).
     let grace = std::time::Duration::from_millis(config.server.shutdown_grace_ms);
     let deadline = cancel.clone();
+    let running = turns.clone();
     let signal = async move {
         shutdown.await;
         tracing::info!(grace_ms = grace.as_millis() as u64, "shutting down: running turns may finish");
         tokio::spawn(async move {
             tokio::time::sleep(grace).await;
+            // Counted when they are cut (streamed and stored turns run as tracked tasks;
+            // the others end with their connection).
+            tracing::warn!(running = running.len(), "grace period over: ending running turns as incomplete");
             deadline.cancel();
         });
     };
@@ -61,7 +65,6 @@ pub async fn serve_on(
     tokio::select! {
         () = turns.wait() => {}
         () = cancel.cancelled() => {
-            tracing::warn!(running = turns.len(), "grace period over: ending running turns as incomplete");
             if tokio::time::timeout(std::time::Duration::from_secs(10), turns.wait()).await.is_err() {
                 tracing::error!(running = turns.len(), "turns still running at exit");
             }

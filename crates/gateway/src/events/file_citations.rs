@@ -1,11 +1,15 @@
 //! `file_citation` markers (issue 5 "Output"): the model cites file-search chunk N by
-//! writing `【N】` (also `【N:M】` or `【N†name】`, at most [`MAX_MARKER`] characters). The
+//! writing `【N】` or `【N:M】` (at most [`MAX_MARKER`] characters), or `【N†name】` as the
+//! excerpts are headed (at most [`MAX_LABELED_MARKER`]; small models copy the header). The
 //! [`MarkerFilter`] removes markers from the streamed text as it passes, holding back at
 //! most one marker's length, and reports each marker's insertion point as a code-point
 //! offset in the cleaned text (contract §6 `file_citation.index`).
 
-/// The longest marker, in characters; longer bracketed text is ordinary text.
+/// The longest marker without a label, in characters; longer bracketed text is text.
 pub const MAX_MARKER: usize = 8;
+
+/// The longest `【N†name】` marker, in characters (a file name of up to ~70 characters).
+pub const MAX_LABELED_MARKER: usize = 80;
 
 /// A retrieved chunk a marker can name: marker `【N】` names `FileSources::list[N-1]`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -60,14 +64,14 @@ fn marker_number(s: &str) -> Option<usize> {
 
 /// Whether `s` (starting with `【`, not closed) can still become a marker.
 fn could_be_marker(s: &str, chars: usize) -> bool {
-    if chars >= MAX_MARKER {
-        return false;
-    }
     let inner = &s['【'.len_utf8()..];
     let (head, label) = match inner.split_once('†') {
         Some((h, l)) => (h, Some(l)),
         None => (inner, None),
     };
+    if chars >= if label.is_some() { MAX_LABELED_MARKER } else { MAX_MARKER } {
+        return false;
+    }
     if label.is_some_and(|l| l.contains('\n')) {
         return false;
     }
@@ -169,7 +173,19 @@ mod tests {
         assert_eq!(text, "【note】 and 【12345】 and 【x and 【7");
         assert_eq!(m, vec![Marker { index: 24, n: 4 }]);
         let mut f = MarkerFilter::default();
-        let (t, _) = f.feed("【1†a-very-long-name.pdf】");
-        assert_eq!(t, "【1†a-very-long-name.pdf】", "longer than a marker: text");
+        let long = format!("【1†{}.pdf】", "n".repeat(MAX_LABELED_MARKER));
+        let (t, _) = f.feed(&long);
+        assert_eq!(t, long, "longer than a labeled marker: text");
+        // A label across lines is text as soon as the line breaks.
+        let (t, m) = f.feed("【2†notes\nmore】");
+        assert_eq!((t.as_str(), m.len()), ("【2†notes\nmore】", 0));
+    }
+
+    /// The excerpt header the model is shown, copied whole, is a citation.
+    #[test]
+    fn copied_excerpt_headers_are_markers() {
+        let (text, m) = run(&["Vacation is 30 days【1†employee-handbook-2026", ".md】 and", " more【2†a.md】."]);
+        assert_eq!(text, "Vacation is 30 days and more.");
+        assert_eq!(m, vec![Marker { index: 19, n: 1 }, Marker { index: 28, n: 2 }]);
     }
 }

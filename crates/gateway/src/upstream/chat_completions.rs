@@ -16,11 +16,9 @@ use sse_stream::{Sse, SseByteStream};
 use tokio::time::{Instant, Sleep};
 use protocol::chat::{ChatChunk, ChatUsage};
 use protocol::response::{InputTokensDetails, OutputTokensDetails, Usage};
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
-use super::{FinishReason, RoundRequest, UpstreamError, UpstreamEvent};
-use crate::tools::ToolChoice;
-use crate::turn::transcript::{Entry, Transcript, UserPart};
+use super::{chat_request, FinishReason, RoundRequest, UpstreamError, UpstreamEvent};
 
 /// A configured chat-completions upstream.
 #[derive(Debug, Clone)]
@@ -75,10 +73,13 @@ impl ChatCompletions {
 
     /// Starts one streamed round.
     pub async fn stream(&self, req: &RoundRequest<'_>) -> Result<RoundStream, UpstreamError> {
-        let body = request_body(req);
+        let body = Bytes::from(
+            chat_request::encode(req).map_err(|e| UpstreamError::Protocol(format!("could not encode the request: {e}")))?,
+        );
         let mut retried = false;
         let resp = loop {
-            let send = self.auth(self.client.post(self.chat_url.clone()).json(&body)).send();
+            let post = self.client.post(self.chat_url.clone()).header(reqwest::header::CONTENT_TYPE, "application/json");
+            let send = self.auth(post.body(body.clone())).send();
             match tokio::time::timeout(self.idle, send).await {
                 Err(_) => return Err(UpstreamError::Timeout(self.idle.as_millis() as u64)),
                 Ok(Ok(resp)) => break resp,
@@ -133,126 +134,6 @@ impl ChatCompletions {
         let msg: String = msg.chars().take(500).collect();
         self.redact(&msg)
     }
-}
-
-/// The Chat Completions request body for one round.
-pub fn request_body(req: &RoundRequest<'_>) -> Value {
-    let mut body = Map::new();
-    body.insert("model".into(), json!(req.model));
-    // Calls of tools declared natively are replayed in their native shape too.
-    let native: Vec<&str> = req.tools.iter().filter(|t| t.is_native()).map(|t| t.name.as_str()).collect();
-    body.insert("messages".into(), messages(req.transcript, &native));
-    body.insert("stream".into(), json!(true));
-    body.insert("stream_options".into(), json!({"include_usage": true}));
-    let s = req.sampling;
-    if let Some(t) = s.temperature {
-        body.insert("temperature".into(), json!(t));
-    }
-    if let Some(p) = s.top_p {
-        body.insert("top_p".into(), json!(p));
-    }
-    if let Some(m) = s.max_tokens {
-        body.insert("max_tokens".into(), json!(m));
-    }
-    if let Some(f) = &s.response_format {
-        body.insert("response_format".into(), f.clone());
-    }
-    if let Some(u) = &s.user {
-        body.insert("user".into(), json!(u));
-    }
-    if !req.tools.is_empty() && *req.tool_choice != ToolChoice::None {
-        body.insert("tools".into(), Value::Array(req.tools.iter().map(|t| t.to_chat_tool()).collect()));
-        let named = |n: &str| {
-            if native.contains(&n) {
-                json!({"type": "custom", "custom": {"name": n}})
-            } else {
-                json!({"type": "function", "function": {"name": n}})
-            }
-        };
-        let choice = match req.tool_choice {
-            ToolChoice::Auto | ToolChoice::None => json!("auto"),
-            ToolChoice::Required => json!("required"),
-            ToolChoice::Named(n) => named(n),
-            ToolChoice::Allowed { required, names } => match (required, names.as_slice()) {
-                (true, [one]) => named(one),
-                (true, _) => json!("required"),
-                (false, _) => json!("auto"),
-            },
-        };
-        body.insert("tool_choice".into(), choice);
-        if let Some(p) = s.parallel_tool_calls {
-            body.insert("parallel_tool_calls".into(), json!(p));
-        }
-    }
-    Value::Object(body)
-}
-
-/// Transcript → chat `messages`: one leading system message, then the entries. Calls of
-/// the tools named in `native` are written as native custom calls (`{type:"custom",
-/// custom:{name, input}}`).
-pub fn messages(t: &Transcript, native: &[&str]) -> Value {
-    let mut out = Vec::with_capacity(t.entries.len() + 1);
-    if let Some(sys) = t.system() {
-        out.push(json!({"role": "system", "content": sys}));
-    }
-    for e in &t.entries {
-        out.push(match e {
-            Entry::User(parts) => {
-                let all_text = parts.iter().all(|p| matches!(p, UserPart::Text(_)));
-                let content = if all_text {
-                    let texts: Vec<&str> = parts
-                        .iter()
-                        .filter_map(|p| match p {
-                            UserPart::Text(s) => Some(s.as_str()),
-                            UserPart::Image { .. } => None,
-                        })
-                        .collect();
-                    json!(texts.join("\n"))
-                } else {
-                    Value::Array(
-                        parts
-                            .iter()
-                            .map(|p| match p {
-                                UserPart::Text(s) => json!({"type": "text", "text": s}),
-                                UserPart::Image { url, detail } => {
-                                    let mut img = json!({"url": url});
-                                    if let Some(d) = detail {
-                                        img["detail"] = json!(d);
-                                    }
-                                    json!({"type": "image_url", "image_url": img})
-                                }
-                            })
-                            .collect(),
-                    )
-                };
-                json!({"role": "user", "content": content})
-            }
-            Entry::Assistant { text, calls } => {
-                let mut m = json!({"role": "assistant", "content": text});
-                if !calls.is_empty() {
-                    m["tool_calls"] = Value::Array(
-                        calls
-                            .iter()
-                            .map(|c| {
-                                if native.contains(&c.name.as_str()) {
-                                    let input = crate::tools::custom::input_from_arguments(&c.arguments);
-                                    json!({"id": c.call_id, "type": "custom", "custom": {"name": c.name, "input": input}})
-                                } else {
-                                    json!({"id": c.call_id, "type": "function",
-                                           "function": {"name": c.name, "arguments": c.arguments}})
-                                }
-                            })
-                            .collect(),
-                    );
-                }
-                m
-            }
-            Entry::ToolResult { call_id, content } => {
-                json!({"role": "tool", "tool_call_id": call_id, "content": content})
-            }
-        });
-    }
-    Value::Array(out)
 }
 
 type Events = Pin<Box<dyn Stream<Item = Result<Sse, sse_stream::Error>> + Send>>;

@@ -2,6 +2,7 @@
 //! only the adapter differs per upstream kind (DESIGN.md "Layout").
 
 pub mod chat_completions;
+pub mod chat_request;
 
 use protocol::response::Usage;
 use serde_json::Value;

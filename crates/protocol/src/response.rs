@@ -9,10 +9,11 @@ use crate::output::OutputItem;
 use crate::request::TextConfig;
 
 /// `status` of a Response (contract §7).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ResponseStatus {
     Queued,
+    #[default]
     InProgress,
     Completed,
     Incomplete,
@@ -73,8 +74,9 @@ pub struct IncompleteDetails {
 }
 
 /// The Response object (contract §7). Every echo field the SDK or the Open Responses
-/// schema requires is always present (never null where a value is required).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// schema requires is always present (never null where a value is required). `Default` is
+/// an empty placeholder (it lets a Response be moved out of a struct), not a valid echo.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Response {
     pub id: String,
     pub object: String,

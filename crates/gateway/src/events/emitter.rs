@@ -50,6 +50,23 @@ impl Sink {
         }
     }
 
+    /// One event carrying the whole Response (`response.created`, `.in_progress`,
+    /// `.completed`, `.incomplete`, `.failed`), with `response` already encoded: the bytes
+    /// the generic encoder writes for `{type, response, sequence_number}`.
+    fn response_frame(&mut self, name: &str, response: &[u8], seq: u64) {
+        let b = &mut self.buf;
+        b.extend_from_slice(b"event: ");
+        b.extend_from_slice(name.as_bytes());
+        b.extend_from_slice(b"\ndata: {\"type\":\"");
+        b.extend_from_slice(name.as_bytes());
+        b.extend_from_slice(b"\",\"response\":");
+        b.extend_from_slice(response);
+        b.extend_from_slice(b",\"sequence_number\":");
+        b.extend_from_slice(itoa::Buffer::new().format(seq).as_bytes());
+        b.extend_from_slice(b"}\n\n");
+        self.send();
+    }
+
     /// True once the client has gone (the SSE body was dropped).
     pub fn is_closed(&self) -> bool {
         self.tx.is_closed()
@@ -84,7 +101,8 @@ pub struct Emitter {
     pub(super) acc: Accumulator,
     /// Set by [`Emitter::hold_terminal`]: the terminal event waits for the store's commit.
     hold: bool,
-    held: Option<EventKind>,
+    /// The held terminal event's name; its Response is the folded one.
+    held: Option<&'static str>,
 }
 
 impl Emitter {
@@ -104,8 +122,8 @@ impl Emitter {
     /// Sends the held terminal event (no-op when nothing is held).
     pub fn release_terminal(&mut self) {
         self.hold = false;
-        if let Some(kind) = self.held.take() {
-            self.emit(kind);
+        if let Some(name) = self.held.take() {
+            self.terminal_frame(name);
         }
     }
 
@@ -162,21 +180,9 @@ impl Emitter {
         }
         // Both events carry the same Response: it is encoded once (as the generic encoder
         // would, see the test) and the fold is a no-op (the Response is unchanged).
-        let Ok(response) = serde_json::to_vec(&self.acc.response) else { return };
-        if let Some(sink) = &mut self.sink {
-            for (name, seq) in [("response.created", self.seq), ("response.in_progress", self.seq + 1)] {
-                let b = &mut sink.buf;
-                b.extend_from_slice(b"event: ");
-                b.extend_from_slice(name.as_bytes());
-                b.extend_from_slice(b"\ndata: {\"type\":\"");
-                b.extend_from_slice(name.as_bytes());
-                b.extend_from_slice(b"\",\"response\":");
-                b.extend_from_slice(&response);
-                b.extend_from_slice(b",\"sequence_number\":");
-                b.extend_from_slice(itoa::Buffer::new().format(seq).as_bytes());
-                b.extend_from_slice(b"}\n\n");
-                sink.send();
-            }
+        if let (Some(sink), Ok(response)) = (&mut self.sink, serde_json::to_vec(&self.acc.response)) {
+            sink.response_frame("response.created", &response, self.seq);
+            sink.response_frame("response.in_progress", &response, self.seq + 1);
         }
         self.seq += 2;
     }
@@ -401,39 +407,48 @@ impl Emitter {
 
     /// Emits the one terminal event and returns the final Response.
     pub fn finish(&mut self, terminal: Terminal, usage: Usage) -> Response {
-        let mut response = self.acc.response.clone();
-        response.usage = Some(usage);
-        let kind = match terminal {
+        // The terminal events carry the whole Response: it is completed in place and
+        // encoded once (the fold of the event would be the same Response).
+        let r = &mut self.acc.response;
+        r.usage = Some(usage);
+        let name = match terminal {
             Terminal::Completed => {
-                response.status = ResponseStatus::Completed;
-                response.completed_at = Some(now_secs());
-                EventKind::Completed { response: Box::new(response) }
+                r.status = ResponseStatus::Completed;
+                r.completed_at = Some(now_secs());
+                "response.completed"
             }
             Terminal::Interrupted => {
-                response.status = ResponseStatus::Incomplete;
-                EventKind::Incomplete { response: Box::new(response) }
+                r.status = ResponseStatus::Incomplete;
+                "response.incomplete"
             }
             Terminal::Incomplete(reason) => {
-                response.status = ResponseStatus::Incomplete;
-                response.incomplete_details = Some(IncompleteDetails { reason });
-                EventKind::Incomplete { response: Box::new(response) }
+                r.status = ResponseStatus::Incomplete;
+                r.incomplete_details = Some(IncompleteDetails { reason });
+                "response.incomplete"
             }
             Terminal::Failed { message, .. } => {
                 // The specific code is on the `error` event; `response.error.code` must be
                 // one of the SDK's fixed codes. Usage is null on a failed response (contract §8.4 g).
-                response.status = ResponseStatus::Failed;
-                response.usage = None;
-                response.error = Some(ResponseError { code: "server_error".into(), message });
-                EventKind::Failed { response: Box::new(response) }
+                r.status = ResponseStatus::Failed;
+                r.usage = None;
+                r.error = Some(ResponseError { code: "server_error".into(), message });
+                "response.failed"
             }
         };
         if self.hold {
-            self.acc.fold(kind.clone());
-            self.held = Some(kind);
+            self.held = Some(name);
         } else {
-            self.emit(kind);
+            self.terminal_frame(name);
         }
         self.acc.response.clone()
+    }
+
+    /// Sends the terminal event `name` with the folded Response.
+    fn terminal_frame(&mut self, name: &'static str) {
+        if let (Some(sink), Ok(response)) = (&mut self.sink, serde_json::to_vec(&self.acc.response)) {
+            sink.response_frame(name, &response, self.seq);
+        }
+        self.seq += 1;
     }
 
     /// The current `arguments` / `input` of the call item at `output_index`.
@@ -508,6 +523,33 @@ mod tests {
             assert_eq!(String::from_utf8_lossy(&frames[i]), want);
         }
         assert_eq!(e.response(), &base());
+    }
+
+    /// The terminal frame (sent at once, or held until released) is byte-for-byte the
+    /// generic encoding of the event carrying the returned Response.
+    #[test]
+    fn terminal_frames_match_the_generic_encoder() {
+        for hold in [false, true] {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            let mut e = Emitter::new(base(), Some(Sink::new(tx)));
+            e.start();
+            if hold {
+                e.hold_terminal();
+            }
+            let usage = Usage { input_tokens: 3, output_tokens: 4, total_tokens: 7, ..Usage::default() };
+            let r = e.finish(Terminal::Incomplete("max_output_tokens".into()), usage);
+            assert_eq!(r.status, ResponseStatus::Incomplete);
+            let mut frames: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+            assert_eq!(frames.len(), if hold { 2 } else { 3 }, "held until released");
+            if hold {
+                e.release_terminal();
+                frames.extend(std::iter::from_fn(|| rx.try_recv().ok()));
+            }
+            let kind = EventKind::Incomplete { response: Box::new(r.clone()) };
+            let json = serde_json::to_string(&Wire { kind: &kind, sequence_number: 2 }).expect("json");
+            assert_eq!(String::from_utf8_lossy(&frames[2]), format!("event: response.incomplete\ndata: {json}\n\n"));
+            assert_eq!(e.response(), &r);
+        }
     }
 
     /// The hand-written text-delta frame is byte-for-byte the generic encoding.

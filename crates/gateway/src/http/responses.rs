@@ -44,12 +44,12 @@ pub async fn create(State(state): State<Arc<AppState>>, body: Result<Bytes, Byte
         return stream(state, prepared);
     }
     let Some(plan) = prepared.persist.take() else {
-        let mut emitter = Emitter::new(prepared.base.clone(), None);
+        let mut emitter = Emitter::new(std::mem::take(&mut prepared.base), None);
         return answer(turn::run(prepared, &state.upstream, &mut emitter, state.limits).await);
     };
     // A stored turn runs in its own task: a client that goes away does not cancel it.
     let task = state.turns.clone().spawn(async move {
-        let mut emitter = Emitter::new(prepared.base.clone(), None);
+        let mut emitter = Emitter::new(std::mem::take(&mut prepared.base), None);
         let outcome = turn::run(prepared, &state.upstream, &mut emitter, state.limits).await;
         persist::commit(plan, &outcome).await.map(|()| outcome)
     });
@@ -110,7 +110,7 @@ fn stream(state: Arc<AppState>, mut prepared: Prepared) -> Response {
     let keepalive = state.keepalive;
     // The first events are queued before the turn runs, so the response head and them
     // leave in one write.
-    let mut emitter = Emitter::new(prepared.base.clone(), Some(Sink::new(tx)));
+    let mut emitter = Emitter::new(std::mem::take(&mut prepared.base), Some(Sink::new(tx)));
     emitter.start();
     let task = state.turns.clone().spawn(async move {
         if plan.is_some() {

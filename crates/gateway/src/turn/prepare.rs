@@ -21,7 +21,8 @@ use crate::upstream::Sampling;
 /// A validated turn, ready to run.
 #[derive(Debug, Clone)]
 pub struct Prepared {
-    /// The echo of the request: the Response before any output.
+    /// The echo of the request: the Response before any output. The handler moves it
+    /// into the turn's emitter (`std::mem::take`); nothing else reads it.
     pub base: Response,
     pub upstream_model: String,
     pub transcript: Transcript,

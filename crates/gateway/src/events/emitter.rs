@@ -139,7 +139,8 @@ impl Emitter {
         self.finish(Terminal::Failed { code: code.to_string(), message: message.to_string() }, Usage::default())
     }
 
-    /// The Response folded so far.
+    /// The Response folded so far (after [`Emitter::finish`], only while the terminal
+    /// event is held: otherwise the Response has moved out).
     pub fn response(&self) -> &Response {
         &self.acc.response
     }
@@ -180,9 +181,11 @@ impl Emitter {
         }
         // Both events carry the same Response: it is encoded once (as the generic encoder
         // would, see the test) and the fold is a no-op (the Response is unchanged).
-        if let (Some(sink), Ok(response)) = (&mut self.sink, serde_json::to_vec(&self.acc.response)) {
-            sink.response_frame("response.created", &response, self.seq);
-            sink.response_frame("response.in_progress", &response, self.seq + 1);
+        if let Some(sink) = &mut self.sink {
+            if let Ok(response) = serde_json::to_vec(&self.acc.response) {
+                sink.response_frame("response.created", &response, self.seq);
+                sink.response_frame("response.in_progress", &response, self.seq + 1);
+            }
         }
         self.seq += 2;
     }
@@ -437,16 +440,20 @@ impl Emitter {
         };
         if self.hold {
             self.held = Some(name);
-        } else {
-            self.terminal_frame(name);
+            // Kept: the held frame and a failed commit's `response.failed` still need it.
+            return self.acc.response.clone();
         }
-        self.acc.response.clone()
+        self.terminal_frame(name);
+        // Nothing is emitted after the terminal event: the folded Response moves out.
+        std::mem::take(&mut self.acc.response)
     }
 
-    /// Sends the terminal event `name` with the folded Response.
+    /// Sends the terminal event `name` with the folded Response (encoded only for a sink).
     fn terminal_frame(&mut self, name: &'static str) {
-        if let (Some(sink), Ok(response)) = (&mut self.sink, serde_json::to_vec(&self.acc.response)) {
-            sink.response_frame(name, &response, self.seq);
+        if let Some(sink) = &mut self.sink {
+            if let Ok(response) = serde_json::to_vec(&self.acc.response) {
+                sink.response_frame(name, &response, self.seq);
+            }
         }
         self.seq += 1;
     }
@@ -548,7 +555,9 @@ mod tests {
             let kind = EventKind::Incomplete { response: Box::new(r.clone()) };
             let json = serde_json::to_string(&Wire { kind: &kind, sequence_number: 2 }).expect("json");
             assert_eq!(String::from_utf8_lossy(&frames[2]), format!("event: response.incomplete\ndata: {json}\n\n"));
-            assert_eq!(e.response(), &r);
+            if hold {
+                assert_eq!(e.response(), &r, "a held terminal keeps the Response for a failed commit");
+            }
         }
     }
 

@@ -13,12 +13,12 @@ pub const INPUT_PARAM: &str = "input";
 /// Validates a `custom` declaration. An invalid regex or Lark grammar → 400 naming
 /// `tools[i].format.definition`.
 pub fn declare(
-    decl: &Value,
+    decl: Value,
     param: &str,
     namespace: Option<&str>,
 ) -> Result<(Vec<ToolEntry>, Value), ApiError> {
     let name = check_name(decl.get("name"), param)?;
-    let description = opt_str(decl, "description", param)?;
+    let description = opt_str(&decl, "description", param)?;
     let format = match decl.get("format") {
         None | Some(Value::Null) => json!({"type": "text"}),
         Some(f) => f.clone(),
@@ -37,7 +37,7 @@ pub fn declare(
         "required": [INPUT_PARAM],
     });
     let native = native_declaration(&visible_name(&name, namespace), description.as_deref(), &format);
-    let mut echo = decl.clone();
+    let mut echo = decl;
     echo["format"] = format;
     let entry = ToolEntry {
         name: name.clone(),
@@ -276,12 +276,12 @@ mod tests {
     #[test]
     fn grammars_are_checked() {
         let bad_regex = json!({"type":"custom","name":"x","format":{"type":"grammar","syntax":"regex","definition":"(a"}});
-        let err = declare(&bad_regex, "tools[0]", None).unwrap_err();
+        let err = declare(bad_regex, "tools[0]", None).unwrap_err();
         assert_eq!(err.param.as_deref(), Some("tools[0].format.definition"));
         let bad_lark = json!({"type":"custom","name":"x","format":{"type":"grammar","syntax":"lark","definition":"start: undefined_rule"}});
-        assert!(declare(&bad_lark, "tools[0]", None).is_err());
+        assert!(declare(bad_lark, "tools[0]", None).is_err());
         let good = json!({"type":"custom","name":"x","format":{"type":"grammar","syntax":"lark","definition":"start: \"a\" /[0-9]+/"}});
-        let (e, _) = declare(&good, "tools[0]", None).unwrap();
+        let (e, _) = declare(good, "tools[0]", None).unwrap();
         assert!(e[0].upstream.description.as_deref().unwrap_or("").contains("lark grammar"));
     }
 }

@@ -7,14 +7,15 @@ use super::{check_name, opt_str, visible_name, Owner, ToolEntry, ToolKind, Upstr
 
 /// Validates a `function` declaration at `param` (e.g. `tools[0]`). Missing or null
 /// `parameters` become `{"type":"object","properties":{}}` because some model servers
-/// reject null. Returns the entry and the normalized echo.
+/// reject null. Returns the entry and the normalized echo (the declaration itself, moved:
+/// only `parameters` is copied, for the upstream).
 pub fn declare(
-    decl: &Value,
+    decl: Value,
     param: &str,
     namespace: Option<&str>,
 ) -> Result<(Vec<ToolEntry>, Value), ApiError> {
     let name = check_name(decl.get("name"), param)?;
-    let description = opt_str(decl, "description", param)?;
+    let description = opt_str(&decl, "description", param)?;
     let parameters = match decl.get("parameters") {
         None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
         Some(p @ Value::Object(_)) => p.clone(),
@@ -37,8 +38,10 @@ pub fn declare(
             .with_code("invalid_type"))
         }
     };
-    let mut echo = decl.clone();
-    echo["parameters"] = parameters.clone();
+    let mut echo = decl;
+    if !echo.get("parameters").is_some_and(Value::is_object) {
+        echo["parameters"] = parameters.clone();
+    }
     echo["strict"] = json!(strict.unwrap_or(false));
     if echo.get("description").is_none() {
         echo["description"] = Value::Null;
@@ -67,7 +70,7 @@ mod tests {
     #[test]
     fn null_parameters_become_empty_object_schema() {
         let (e, echo) =
-            declare(&json!({"type":"function","name":"f","parameters":null}), "tools[0]", None)
+            declare(json!({"type":"function","name":"f","parameters":null}), "tools[0]", None)
                 .unwrap();
         assert_eq!(e[0].upstream.parameters, json!({"type":"object","properties":{}}));
         assert_eq!(echo["parameters"], json!({"type":"object","properties":{}}));
@@ -75,7 +78,7 @@ mod tests {
 
     #[test]
     fn bad_name_is_a_400_naming_the_param() {
-        let err = declare(&json!({"type":"function","name":"a b"}), "tools[3]", None).unwrap_err();
+        let err = declare(json!({"type":"function","name":"a b"}), "tools[3]", None).unwrap_err();
         assert_eq!(err.param.as_deref(), Some("tools[3].name"));
     }
 }

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use protocol::ApiError;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 pub use choice::ToolChoice;
 
@@ -73,22 +73,6 @@ impl UpstreamFunction {
     pub fn is_native(&self) -> bool {
         self.native.is_some()
     }
-
-    /// The Chat Completions tool object: the native declaration when set, else
-    /// `{type:"function", function:{…}}` (contract §11).
-    pub fn to_chat_tool(&self) -> Value {
-        if let Some(native) = &self.native {
-            return native.clone();
-        }
-        let mut f = json!({"name": self.name, "parameters": self.parameters});
-        if let Some(d) = &self.description {
-            f["description"] = json!(d);
-        }
-        if let Some(s) = self.strict {
-            f["strict"] = json!(s);
-        }
-        json!({"type": "function", "function": f})
-    }
 }
 
 /// One declared tool.
@@ -136,7 +120,8 @@ pub fn visible_name(name: &str, namespace: Option<&str>) -> String {
 pub struct ToolSet {
     entries: Vec<ToolEntry>,
     by_visible: HashMap<String, usize>,
-    /// Normalized declarations echoed in `Response.tools` (contract §2).
+    /// Normalized declarations echoed in `Response.tools` (contract §2); `prepare` moves
+    /// them (and `choice_echo`) into the base Response.
     pub echo: Vec<Value>,
     /// The resolved choice.
     pub choice: ToolChoice,
@@ -147,15 +132,15 @@ pub struct ToolSet {
 impl ToolSet {
     /// Validates `tools` and `tool_choice` (contract §2, §3). Errors are 400s naming the
     /// offending `param` (`tools[i].type`, `tools[i].name`, `tool_choice`, …).
-    pub fn build(tools: &[Value], tool_choice: Option<&Value>, registry: &Registry) -> Result<ToolSet, ApiError> {
-        let mut set = ToolSet::default();
-        for (i, decl) in tools.iter().enumerate() {
+    pub fn build(tools: Vec<Value>, tool_choice: Option<&Value>, registry: &Registry) -> Result<ToolSet, ApiError> {
+        let mut set = ToolSet { echo: Vec::with_capacity(tools.len()), ..ToolSet::default() };
+        for (i, decl) in tools.into_iter().enumerate() {
             let param = format!("tools[{i}]");
             let Some(obj) = decl.as_object() else {
                 return Err(ApiError::invalid(param, "Each tool must be an object."));
             };
             let kind = match obj.get("type") {
-                Some(Value::String(t)) => t.as_str(),
+                Some(Value::String(t)) => t.clone(),
                 _ => {
                     return Err(ApiError::invalid(
                         format!("{param}.type"),
@@ -166,7 +151,7 @@ impl ToolSet {
             };
             let name = obj.get("name").and_then(Value::as_str);
             let server_tool = name.and_then(|n| registry.get(n));
-            let (entries, echo) = match kind {
+            let (entries, echo) = match kind.as_str() {
                 "function" if server_tool.is_some() => {
                     return Err(ApiError::invalid(
                         format!("{param}.name"),
@@ -185,8 +170,8 @@ impl ToolSet {
                 },
                 "namespace" => namespace::declare(decl, &param)?,
 "web_search" | "web_search_2025_08_26" | "web_search_preview"
-                | "web_search_preview_2025_03_11" => web_search::declare(decl, &param, kind, registry)?,
-                "file_search" => file_search::declare(decl, &param)?,
+                | "web_search_preview_2025_03_11" => web_search::declare(&decl, &param, &kind, registry)?,
+                "file_search" => file_search::declare(&decl, &param)?,
                 "mcp" | "code_interpreter"
                 | "image_generation" | "local_shell" | "shell" | "apply_patch"
                 | "computer_use_preview" | "computer" | "tool_search"

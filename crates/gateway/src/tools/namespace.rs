@@ -10,9 +10,9 @@ use super::{check_name, custom, function, ToolEntry};
 pub const SEPARATOR: &str = "__";
 
 /// Validates a `namespace` declaration and its members.
-pub fn declare(decl: &Value, param: &str) -> Result<(Vec<ToolEntry>, Value), ApiError> {
+pub fn declare(mut decl: Value, param: &str) -> Result<(Vec<ToolEntry>, Value), ApiError> {
     let ns = check_name(decl.get("name"), param)?;
-    let Some(Value::Array(members)) = decl.get("tools") else {
+    let Some(Value::Array(members)) = decl.get_mut("tools").map(Value::take) else {
         return Err(ApiError::invalid(
             format!("{param}.tools"),
             "A namespace needs 'tools': an array of function or custom tools.",
@@ -25,7 +25,7 @@ pub fn declare(decl: &Value, param: &str) -> Result<(Vec<ToolEntry>, Value), Api
     }
     let mut entries = Vec::new();
     let mut echo_members = Vec::new();
-    for (j, m) in members.iter().enumerate() {
+    for (j, m) in members.into_iter().enumerate() {
         let mp = format!("{param}.tools[{j}]");
         let (mut e, echo) = match m.get("type").and_then(Value::as_str) {
             Some("function") => function::declare(m, &mp, Some(&ns))?,
@@ -41,7 +41,6 @@ pub fn declare(decl: &Value, param: &str) -> Result<(Vec<ToolEntry>, Value), Api
         entries.append(&mut e);
         echo_members.push(echo);
     }
-    let mut echo = decl.clone();
-    echo["tools"] = Value::Array(echo_members);
-    Ok((entries, echo))
+    decl["tools"] = Value::Array(echo_members);
+    Ok((entries, decl))
 }

@@ -13,7 +13,7 @@ use crate::executors::ServerTool;
 /// Validates the declaration. A client `format` → 400 (the server owns the input
 /// contract); a client `description` is ignored. The echo keeps what the client sent plus
 /// `format: {type: text}`.
-pub fn declare(decl: &Value, param: &str, tool: Arc<dyn ServerTool>) -> Result<(Vec<ToolEntry>, Value), ApiError> {
+pub fn declare(decl: Value, param: &str, tool: Arc<dyn ServerTool>) -> Result<(Vec<ToolEntry>, Value), ApiError> {
     if decl.get("format").is_some_and(|f| !f.is_null()) {
         return Err(ApiError::invalid(
             format!("{param}.format"),
@@ -21,7 +21,7 @@ pub fn declare(decl: &Value, param: &str, tool: Arc<dyn ServerTool>) -> Result<(
         )
         .with_code("invalid_value"));
     }
-    let mut echo = decl.clone();
+    let mut echo = decl;
     echo["format"] = json!({"type": "text"});
     let entry = ToolEntry {
         name: tool.name().to_string(),

@@ -170,7 +170,7 @@ pub fn prepare_with(
         Some(Input::Items(items)) => items,
         None => return Err(bad("input", "Missing required parameter: 'input'.", "missing_required_parameter")),
     };
-    let tools = ToolSet::build(req.tools.as_deref().unwrap_or(&[]), req.tool_choice.as_ref(), registry)?;
+    let mut tools = ToolSet::build(req.tools.take().unwrap_or_default(), req.tool_choice.as_ref(), registry)?;
     let transcript = from.transcript(req.instructions.as_deref(), items, &|name| registry.contains(name))?;
     let text = text_config(&req)?;
     let response_format = match &text.format {
@@ -220,8 +220,8 @@ pub fn prepare_with(
         store,
         temperature: req.temperature.unwrap_or(1.0),
         text,
-        tool_choice: tools.choice_echo.clone(),
-        tools: tools.echo.clone(),
+        tool_choice: std::mem::take(&mut tools.choice_echo),
+        tools: std::mem::take(&mut tools.echo),
         top_logprobs: req.top_logprobs.unwrap_or(0),
         top_p: req.top_p.unwrap_or(1.0),
         truncation: match req.truncation {

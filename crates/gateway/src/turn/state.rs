@@ -326,8 +326,8 @@ impl Drop for Lease {
 pub async fn resolve_file_stores(p: &mut Prepared) -> Result<(), HttpError> {
     let Some(options) = p.tools.file_search() else { return Ok(()) };
     let param = p
+        .base
         .tools
-        .echo
         .iter()
         .position(|t| t.get("type").and_then(Value::as_str) == Some("file_search"))
         .map(|i| format!("tools[{i}].vector_store_ids"))

@@ -50,8 +50,9 @@ pub async fn create(State(state): State<Arc<AppState>>, body: Result<Bytes, Byte
     // A stored turn runs in its own task: a client that goes away does not cancel it.
     let task = state.turns.clone().spawn(async move {
         let mut emitter = Emitter::new(std::mem::take(&mut prepared.base), None);
-        let outcome = turn::run(prepared, &state.upstream, &mut emitter, state.limits).await;
-        persist::commit(plan, &outcome).await.map(|()| outcome)
+        let mut outcome = turn::run(prepared, &state.upstream, &mut emitter, state.limits).await;
+        let transcript = std::mem::take(&mut outcome.transcript);
+        persist::commit(plan, &outcome.response, transcript).await.map(|()| outcome)
     });
     match task.await {
         Ok(Ok(outcome)) => answer(outcome),
@@ -119,7 +120,7 @@ fn stream(state: Arc<AppState>, mut prepared: Prepared) -> Response {
         }
         let outcome = turn::run(prepared, &state.upstream, &mut emitter, state.limits).await;
         if let Some(plan) = plan {
-            match persist::commit(plan, &outcome).await {
+            match persist::commit(plan, &outcome.response, outcome.transcript).await {
                 Ok(()) => emitter.release_terminal(),
                 Err(e) => {
                     tracing::error!(error = %e, "storing the streamed turn failed");

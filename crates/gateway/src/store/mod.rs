@@ -125,12 +125,20 @@ pub struct TurnRecord {
     /// `completed`, `incomplete` or `failed`.
     pub status: String,
     pub previous_response_id: Option<String>,
-    /// `Some` for `store: true`: the Response (progress stripped) and this request's input
-    /// items (item resources with ids).
-    pub stored: Option<(Value, Vec<Value>)>,
+    /// `Some` for `store: true`: the Response row's JSON columns.
+    pub stored: Option<StoredResponse>,
     /// What the model saw at the end of the turn (instructions excluded).
     pub transcript: Transcript,
     pub conversation: Option<ConversationAppend>,
+}
+
+/// The JSON text of a stored Response row, serialized once by the turn's end.
+#[derive(Debug, Clone)]
+pub struct StoredResponse {
+    /// The Response object (progress messages stripped).
+    pub response: String,
+    /// This request's input items as item resources (with ids): a JSON array.
+    pub input_items: String,
 }
 
 /// The conversation part of a turn: its input and output items, appended under the lease.

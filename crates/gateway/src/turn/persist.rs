@@ -7,10 +7,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::store::{ConversationAppend, Store, StoreError, TurnRecord};
+use protocol::response::Response;
+
+use crate::store::{ConversationAppend, Store, StoreError, StoredResponse, TurnRecord};
 use crate::turn::state::Lease;
-use crate::turn::transcript::PROGRESS_ID_PREFIX;
-use crate::turn::Outcome;
+use crate::turn::transcript::{Transcript, PROGRESS_ID_PREFIX};
 
 /// What to write when the turn ends, planned by `turn::state::prepare`.
 #[derive(Debug, Clone)]
@@ -33,34 +34,47 @@ pub struct ConversationTurn {
     pub lease: Arc<Lease>,
 }
 
-/// Writes the finished turn. Errors: the store failed or the conversation lease was lost;
-/// then nothing was written.
-pub async fn commit(plan: Persist, outcome: &Outcome) -> Result<(), StoreError> {
-    let mut response = outcome.response.clone();
-    response.output.retain(|item| !item.id().starts_with(PROGRESS_ID_PREFIX));
+/// Writes the finished turn: `response` is its final Response, `transcript` what the
+/// model saw (moved: the store serializes it). Errors: the store failed or the
+/// conversation lease was lost; then nothing was written.
+pub async fn commit(plan: Persist, response: &Response, transcript: Transcript) -> Result<(), StoreError> {
+    // Progress messages exist only in streams; a Response without any is stored as it is.
+    let stripped;
+    let response = if response.output.iter().any(|item| item.id().starts_with(PROGRESS_ID_PREFIX)) {
+        let mut r = response.clone();
+        r.output.retain(|item| !item.id().starts_with(PROGRESS_ID_PREFIX));
+        stripped = r;
+        &stripped
+    } else {
+        response
+    };
     let status = serde_json::to_value(response.status)
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_default();
     let created_at = i64::try_from(response.created_at).unwrap_or(i64::MAX);
-    let response_id = response.id.clone();
-    let value = serde_json::to_value(&response).map_err(|e| StoreError::Other(format!("serializing the response: {e}")))?;
-    let conversation = plan.conversation.as_ref().map(|c| {
-        let output = value.get("output").and_then(Value::as_array).cloned().unwrap_or_default();
-        ConversationAppend {
-            id: c.id.clone(),
-            lease_owner: c.lease.owner.clone(),
-            version: c.version,
-            items: plan.input_items.iter().cloned().chain(output).collect(),
+    let stored = match plan.store_response {
+        true => Some(StoredResponse { response: to_json(response)?, input_items: to_json(&plan.input_items)? }),
+        false => None,
+    };
+    let conversation = match plan.conversation.as_ref() {
+        Some(c) => {
+            let mut items = plan.input_items;
+            items.reserve(response.output.len());
+            for item in &response.output {
+                items.push(serde_json::to_value(item).map_err(|e| StoreError::Other(format!("serializing an output item: {e}")))?);
+            }
+            Some(ConversationAppend { id: c.id.clone(), lease_owner: c.lease.owner.clone(), version: c.version, items })
         }
-    });
+        None => None,
+    };
     let record = TurnRecord {
-        response_id,
+        response_id: response.id.clone(),
         created_at,
         status,
-        previous_response_id: plan.previous_response_id.clone(),
-        stored: plan.store_response.then(|| (value, plan.input_items.clone())),
-        transcript: outcome.transcript.clone(),
+        previous_response_id: plan.previous_response_id,
+        stored,
+        transcript,
         conversation,
     };
     plan.store.save_turn(record).await?;
@@ -68,4 +82,8 @@ pub async fn commit(plan: Persist, outcome: &Outcome) -> Result<(), StoreError> 
         c.lease.settled();
     }
     Ok(())
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
+    serde_json::to_string(v).map_err(|e| StoreError::Other(format!("serializing the turn: {e}")))
 }

@@ -5,7 +5,7 @@ use serde_json::Value;
 use sqlx::Row;
 
 use super::{db_err, item_id, limited, paginate, parse, to_json, SqlStore};
-use crate::store::{ListQuery, Page, StoreError, TurnRecord};
+use crate::store::{ListQuery, Page, StoreError, StoredResponse, TurnRecord};
 use crate::turn::transcript::Transcript;
 
 /// Which JSON column of `responses` to load.
@@ -87,7 +87,7 @@ impl SqlStore {
         let Some(conv) = &turn.conversation else {
             // One statement is atomic on its own: no transaction round trips.
             if let Some(stored) = &turn.stored {
-                insert_response(&turn, stored, &transcript)?.execute(&self.pool).await.map_err(db_err)?;
+                insert_response(&turn, stored, &transcript).execute(&self.pool).await.map_err(db_err)?;
             }
             return Ok(());
         };
@@ -118,7 +118,7 @@ impl SqlStore {
         // are not added twice.
         insert_items(&mut tx, &conv.id, next - n, &conv.items, true).await?;
         if let Some(stored) = &turn.stored {
-            insert_response(&turn, stored, &transcript)?.execute(&mut *tx).await.map_err(db_err)?;
+            insert_response(&turn, stored, &transcript).execute(&mut *tx).await.map_err(db_err)?;
         }
         tx.commit().await.map_err(db_err)?;
         Ok(())
@@ -126,8 +126,8 @@ impl SqlStore {
 }
 
 /// The `responses` row of a turn.
-fn insert_response<'q>(turn: &'q TurnRecord, (response, input_items): &'q (Value, Vec<Value>), transcript: &'q str) -> Result<sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>, StoreError> {
-    Ok(sqlx::query(
+fn insert_response<'q>(turn: &'q TurnRecord, stored: &'q StoredResponse, transcript: &'q str) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    sqlx::query(
         "INSERT INTO responses (id, created_at, status, previous_response_id, conversation_id, response, input_items, transcript) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
@@ -136,9 +136,9 @@ fn insert_response<'q>(turn: &'q TurnRecord, (response, input_items): &'q (Value
     .bind(&turn.status)
     .bind(turn.previous_response_id.as_deref())
     .bind(turn.conversation.as_ref().map(|c| c.id.as_str()))
-    .bind(to_json(response)?)
-    .bind(to_json(input_items)?)
-    .bind(transcript))
+    .bind(stored.response.as_str())
+    .bind(stored.input_items.as_str())
+    .bind(transcript)
 }
 
 /// Inserts items at `seq`, `seq + 1`, …; `skip_existing` leaves out ids already present.

@@ -527,3 +527,50 @@ def test_bad_tool_choice_is_400_with_param(client, upstream, gateway):
     assert json.loads(raw.text)["error"]["param"] == "tool_choice"
 
     assert upstream.requests() == [], "a rejected request must not reach the upstream"
+
+
+# ---------------------------------------------------------------------------
+# reasoning (upstream `reasoning_content`)
+# ---------------------------------------------------------------------------
+
+
+def test_upstream_reasoning_is_a_typed_reasoning_item(client, upstream, gateway):
+    """`delta.reasoning_content` streams as `response.reasoning_text.delta` on a `reasoning`
+    item (contract §8.4 h, raw reasoning); the SDK types every event and item, `output_text`
+    is the answer alone, and a store=false replay of the reasoning item is accepted and not
+    sent upstream."""
+    from openai.types.responses import ResponseReasoningItem
+
+    script = {"reasoning_content": ["The user", " greets."], "tool_calls": [{"name": "get_weather", "arguments": '{"city":"Oslo"}'}]}
+    upstream.push(script)
+    with client.responses.stream(model=MODEL, input="weather in Oslo?", tools=[WEATHER_TOOL], store=False) as stream:
+        events = list(stream)
+        final = stream.get_final_response()
+    validate_sdk_events(events)
+    V.validate_response(sdk_dict(final), strict=False)
+    deltas = [e.delta for e in events if e.type == "response.reasoning_text.delta"]
+    assert deltas == ["The user", " greets."]
+    assert isinstance(final.output[0], ResponseReasoningItem)
+    assert isinstance(final.output[1], ResponseFunctionToolCall)
+    assert len(final.output) == 2
+    rs = final.output[0]
+    assert rs.status == "completed" and rs.summary == []
+    assert rs.content is not None and [c.text for c in rs.content] == ["The user greets."]
+
+    # The raw twin validates strictly (SDK models and Open Responses).
+    upstream.push(script)
+    gateway.stream_validated({"model": MODEL, "input": "weather in Oslo?", "tools": [WEATHER_TOOL], "store": False})
+
+    # Turn 2 replays the reasoning item and the call as the SDK dumps them.
+    fc = final.output[1]
+    input2 = (
+        [{"role": "user", "content": "weather in Oslo?"}]
+        + [item.model_dump(mode="json", by_alias=True, exclude_unset=True) for item in final.output]
+        + [{"type": "function_call_output", "call_id": fc.call_id, "output": "-3C"}]
+    )
+    upstream.push({"reasoning_content": ["Cold."], "text": ["It is -3C."]})
+    resp2, body2 = create(client, model=MODEL, input=input2, tools=[WEATHER_TOOL], store=False)
+    assert resp2.output_text == "It is -3C."
+    assert [i["type"] for i in body2["output"]] == ["reasoning", "message"]
+    sent = json.dumps(upstream.chat_bodies()[-1]["messages"])
+    assert "The user greets" not in sent, sent

@@ -669,14 +669,16 @@ def check_stream_invariants(events: list[dict[str, Any]]) -> list[str]:
                 elif oi in input_acc and item.get("input") != input_acc[oi]:
                     at(i, f"item.input {item.get('input')!r} != concatenated deltas {input_acc[oi]!r}")
         elif t == "response.content_part.added":
-            item = item_ref(i, e, "message")
+            item = item_ref(i, e)
             key = (e.get("output_index"), e.get("content_index"))
             if key in open_parts or key in done_parts:
                 at(i, f"content part {key} added twice")
             open_parts[key] = e.get("part") if isinstance(e.get("part"), dict) else {}
+            _check_part_kind(at, i, item, open_parts[key])
         elif t == "response.content_part.done":
-            item_ref(i, e, "message")
+            item = item_ref(i, e)
             key = (e.get("output_index"), e.get("content_index"))
+            _check_part_kind(at, i, item, e.get("part") if isinstance(e.get("part"), dict) else {})
             if open_parts.pop(key, None) is None:
                 at(i, f"content_part.done for {key} without content_part.added")
             done_parts.add(key)
@@ -701,6 +703,23 @@ def check_stream_invariants(events: list[dict[str, Any]]) -> list[str]:
                 text_done[key] = e.get("text")
                 if e.get("text") != text_acc.get(key, ""):
                     at(i, f"output_text.done text {e.get('text')!r} != concatenated deltas {text_acc.get(key, '')!r}")
+        elif t in ("response.reasoning_text.delta", "response.reasoning_text.done"):
+            # Raw reasoning (contract §8.4 h): a reasoning_text part of a reasoning item.
+            item_ref(i, e, "reasoning")
+            key = (e.get("output_index"), e.get("content_index"))
+            part = open_parts.get(key)
+            if part is None:
+                at(i, f"{t} for content part {key} that is not open (content_part.added must precede it)")
+            elif part.get("type") != "reasoning_text":
+                at(i, f"content part {key} is a {part.get('type')!r}, not reasoning_text")
+            if t == "response.reasoning_text.delta":
+                if key in text_done:
+                    at(i, "reasoning delta after reasoning_text.done")
+                text_acc[key] = text_acc.get(key, "") + str(e.get("delta", ""))
+            else:
+                text_done[key] = e.get("text")
+                if e.get("text") != text_acc.get(key, ""):
+                    at(i, f"reasoning_text.done text {e.get('text')!r} != concatenated deltas {text_acc.get(key, '')!r}")
         elif t in ("response.refusal.delta", "response.refusal.done"):
             item_ref(i, e, "message")
             key = (e.get("output_index"), e.get("content_index"))
@@ -755,6 +774,17 @@ def check_stream_invariants(events: list[dict[str, Any]]) -> list[str]:
                     f"    done:  {json.dumps(d, sort_keys=True)}\n    final: {json.dumps(it, sort_keys=True)}"
                 )
     return v
+
+
+def _check_part_kind(at: Any, i: int, item: dict[str, Any] | None, part: dict[str, Any]) -> None:
+    """Content parts belong to messages (output_text, refusal) or reasoning items (reasoning_text)."""
+    if item is None:
+        return
+    allowed = {"message": ("output_text", "refusal"), "reasoning": ("reasoning_text",)}.get(item.get("type"))
+    if allowed is None:
+        at(i, f"content part on a {item.get('type')!r} item (only message and reasoning have parts)")
+    elif part.get("type") not in allowed:
+        at(i, f"a {part.get('type')!r} part on a {item.get('type')!r} item")
 
 
 def _dump_events(events: list[dict[str, Any]], limit: int = 60) -> str:

@@ -310,3 +310,63 @@ async fn each_delta_is_delivered_before_the_next_token_exists() {
     assert!(!bravo.contains("charlie") && !bravo.contains("response.completed"), "the second delta waited:\n{bravo}");
     assert!(seen.contains("response.completed"));
 }
+
+/// Upstream reasoning (`reasoning_content`, or `reasoning` on newer servers) becomes a
+/// `reasoning` item with a `reasoning_text` part, closed before the answer starts; the
+/// non-streamed response has the same items; the next turn does not send it back.
+#[tokio::test]
+async fn upstream_reasoning_is_a_reasoning_item_before_the_answer() {
+    let h = Harness::start().await;
+    h.upstream.push(Script::text(&["Paris", "."]).reasoning(&["The user", " asks."]).usage(5, 4));
+    let s = h.stream(json!({"model":"m","input":"capital of France?","store":true})).await;
+    assert_eq!(s.terminal_type(), "response.completed");
+    let out = s.response["output"].as_array().unwrap();
+    assert_eq!(out.len(), 2, "{out:?}");
+    assert_eq!(out[0]["type"], "reasoning");
+    assert_eq!(out[0]["status"], "completed");
+    assert_eq!(out[0]["summary"], json!([]));
+    assert_eq!(out[0]["content"], json!([{"type":"reasoning_text","text":"The user asks."}]));
+    assert!(out[0]["id"].as_str().unwrap().starts_with("rs_"));
+    assert_eq!(out[1]["type"], "message");
+    assert_eq!(out[1]["content"][0]["text"], "Paris.", "reasoning never leaks into the answer");
+    assert_eq!(out[1]["phase"], "final_answer");
+    let deltas: Vec<&str> = s.of_type("response.reasoning_text.delta").iter().map(|e| e["delta"].as_str().unwrap()).collect();
+    assert_eq!(deltas, ["The user", " asks."]);
+    // The reasoning item is done before the message is added.
+    let types: Vec<&str> = s.events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    let reasoning_done = types.iter().position(|t| *t == "response.output_item.done").unwrap();
+    let message_added = types.iter().rposition(|t| *t == "response.output_item.added").unwrap();
+    assert!(reasoning_done < message_added, "{types:?}");
+
+    h.upstream.push(Script::text(&["Paris", "."]).reasoning(&["The user", " asks."]).usage(5, 4));
+    let (status, body) = h.post(json!({"model":"m","input":"capital of France?"})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(items_without_ids(&body), items_without_ids(&s.response));
+
+    // The continuation sends the answer back, not the reasoning.
+    h.upstream.push(Script::text(&["Yes."]));
+    let (status, _) = h.post(json!({"model":"m","input":"sure?","previous_response_id":s.response["id"]})).await;
+    assert_eq!(status, 200);
+    let reqs = h.upstream.requests();
+    let last = serde_json::to_string(&reqs.last().unwrap().body["messages"]).unwrap();
+    assert!(last.contains("Paris.") && !last.contains("The user asks"), "{last}");
+}
+
+/// Reasoning cut by `max_output_tokens` closes `incomplete`; a call after reasoning
+/// closes the reasoning item first.
+#[tokio::test]
+async fn reasoning_cut_by_length_is_incomplete_and_precedes_calls() {
+    let h = Harness::start().await;
+    h.upstream.push(Script::default().reasoning(&["Thinking", " more"]).finish("length"));
+    let s = h.stream(json!({"model":"m","input":"x","max_output_tokens":16})).await;
+    assert_eq!(s.terminal_type(), "response.incomplete");
+    assert_eq!(s.response["output"][0]["type"], "reasoning");
+    assert_eq!(s.response["output"][0]["status"], "incomplete");
+
+    h.upstream.push(Script::tool_call("get_weather", r#"{"city":"Oslo"}"#).reasoning(&["Need weather."]));
+    let s = h.stream(json!({"model":"m","input":"weather?","tools":[weather_tool()]})).await;
+    let out = s.response["output"].as_array().unwrap();
+    let kinds: Vec<&str> = out.iter().map(|i| i["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["reasoning", "function_call"]);
+    assert_eq!(out[0]["status"], "completed");
+}

@@ -2,7 +2,8 @@
 
 use std::borrow::Cow;
 
-use serde::{Deserialize, Serialize};
+use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 /// A chat message sent upstream. `content` is a string or a list of parts.
@@ -64,6 +65,13 @@ pub struct ChunkDelta<'a> {
     pub content: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     pub refusal: Option<Cow<'a, str>>,
+    /// Raw reasoning as llama.cpp, DeepSeek and older vLLM send it; a value that is not
+    /// a string reads as absent.
+    #[serde(default, deserialize_with = "lenient_str")]
+    pub reasoning_content: Option<Cow<'a, str>>,
+    /// The same under the name newer vLLM and OpenRouter use (some send both).
+    #[serde(default, deserialize_with = "lenient_str")]
+    pub reasoning: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     pub tool_calls: Option<Vec<ToolCallChunk<'a>>>,
 }
@@ -127,4 +135,71 @@ pub struct PromptTokensDetails {
 pub struct CompletionTokensDetails {
     #[serde(default)]
     pub reasoning_tokens: Option<u64>,
+}
+
+/// A string, borrowed when it has no escapes; `null`, numbers, booleans, objects and arrays
+/// read as `None` (servers differ on what optional text fields hold).
+fn lenient_str<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Cow<'de, str>>, D::Error> {
+    struct Lenient;
+    impl<'de> Visitor<'de> for Lenient {
+        type Value = Option<Cow<'de, str>>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a string")
+        }
+        fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Borrowed(v)))
+        }
+        fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Owned(v.to_string())))
+        }
+        fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Owned(v)))
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_none<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
+    }
+    d.deserialize_any(Lenient)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasoning_fields_are_lenient_and_borrowed() {
+        let c: ChatChunk<'_> = serde_json::from_str(
+            r#"{"choices":[{"index":0,"delta":{"reasoning_content":"think","reasoning":{"effort":"x"}}}]}"#,
+        )
+        .expect("chunk");
+        let d = &c.choices[0].delta;
+        assert!(matches!(d.reasoning_content, Some(Cow::Borrowed("think"))));
+        assert_eq!(d.reasoning, None);
+        let c: ChatChunk<'_> = serde_json::from_str(r#"{"choices":[{"delta":{"reasoning":"a\nb","reasoning_content":null}}]}"#).expect("chunk");
+        assert_eq!(c.choices[0].delta.reasoning.as_deref(), Some("a\nb"));
+        assert_eq!(c.choices[0].delta.reasoning_content, None);
+    }
 }

@@ -73,6 +73,20 @@ pub enum EventKind {
         text: String,
         logprobs: Vec<Value>,
     },
+    #[serde(rename = "response.reasoning_text.delta")]
+    ReasoningTextDelta {
+        item_id: String,
+        output_index: usize,
+        content_index: usize,
+        delta: String,
+    },
+    #[serde(rename = "response.reasoning_text.done")]
+    ReasoningTextDone {
+        item_id: String,
+        output_index: usize,
+        content_index: usize,
+        text: String,
+    },
     #[serde(rename = "response.output_text.annotation.added")]
     AnnotationAdded {
         item_id: String,
@@ -143,6 +157,8 @@ impl EventKind {
             EventKind::ContentPartDone { .. } => "response.content_part.done",
             EventKind::OutputTextDelta { .. } => "response.output_text.delta",
             EventKind::OutputTextDone { .. } => "response.output_text.done",
+            EventKind::ReasoningTextDelta { .. } => "response.reasoning_text.delta",
+            EventKind::ReasoningTextDone { .. } => "response.reasoning_text.done",
             EventKind::AnnotationAdded { .. } => "response.output_text.annotation.added",
             EventKind::FunctionCallArgumentsDelta { .. } => {
                 "response.function_call_arguments.delta"

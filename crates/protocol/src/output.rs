@@ -86,6 +86,22 @@ pub enum OutputItem {
         output: String,
         status: ItemStatus,
     },
+    /// `reasoning` (`rs_…`): the model's raw reasoning as `reasoning_text` parts in
+    /// `content` (an upstream's `reasoning_content`); `summary` stays empty: a chat upstream
+    /// writes no summaries (contract §5, §8.4 h).
+    Reasoning {
+        id: String,
+        summary: Vec<ReasoningSummary>,
+        content: Vec<OutputContent>,
+        status: ItemStatus,
+    },
+}
+
+/// One `reasoning.summary` part (contract §5): `{type:"summary_text", text}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ReasoningSummary {
+    SummaryText { text: String },
 }
 
 impl OutputItem {
@@ -98,12 +114,14 @@ impl OutputItem {
             | OutputItem::CustomToolCallOutput { id, .. }
             | OutputItem::WebSearchCall { id, .. }
             | OutputItem::FileSearchCall { id, .. }
-            | OutputItem::FunctionCallOutput { id, .. } => id,
+            | OutputItem::FunctionCallOutput { id, .. }
+            | OutputItem::Reasoning { id, .. } => id,
         }
     }
 }
 
-/// A message content part on output (contract §5): `output_text` or `refusal`.
+/// A content part on output (contract §5): `output_text` or `refusal` in a message,
+/// `reasoning_text` in a reasoning item.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum OutputContent {
@@ -114,6 +132,9 @@ pub enum OutputContent {
     },
     Refusal {
         refusal: String,
+    },
+    ReasoningText {
+        text: String,
     },
 }
 

@@ -53,14 +53,32 @@ impl Accumulator {
                 }
             }
             EventKind::ContentPartAdded { output_index, part, .. } => {
-                if let Some(OutputItem::Message { content, .. }) = output.get_mut(output_index) {
+                if let Some(OutputItem::Message { content, .. } | OutputItem::Reasoning { content, .. }) =
+                    output.get_mut(output_index)
+                {
                     content.push(part);
                 }
             }
             EventKind::ContentPartDone { output_index, content_index, part, .. } => {
-                if let Some(OutputItem::Message { content, .. }) = output.get_mut(output_index) {
+                if let Some(OutputItem::Message { content, .. } | OutputItem::Reasoning { content, .. }) =
+                    output.get_mut(output_index)
+                {
                     if let Some(slot) = content.get_mut(content_index) {
                         *slot = part;
+                    }
+                }
+            }
+            EventKind::ReasoningTextDelta { output_index, content_index, delta, .. } => {
+                if let Some(OutputItem::Reasoning { content, .. }) = output.get_mut(output_index) {
+                    if let Some(OutputContent::ReasoningText { text }) = content.get_mut(content_index) {
+                        text.push_str(&delta);
+                    }
+                }
+            }
+            EventKind::ReasoningTextDone { output_index, content_index, text: full, .. } => {
+                if let Some(OutputItem::Reasoning { content, .. }) = output.get_mut(output_index) {
+                    if let Some(OutputContent::ReasoningText { text }) = content.get_mut(content_index) {
+                        *text = full;
                     }
                 }
             }

@@ -40,7 +40,7 @@ impl Sink {
         }
     }
 
-    /// After the response's first text or argument delta: an empty frame, which tells the
+    /// After the response's first text, reasoning or argument delta: an empty frame, which tells the
     /// SSE body to write what it holds now rather than at the end of the burst
     /// (`http::sse`), so the first token is never held.
     fn flush_first_delta(&mut self) {
@@ -255,7 +255,7 @@ impl Emitter {
             Some(OutputItem::Message { content, .. }) => content
                 .iter()
                 .map(|c| match c {
-                    OutputContent::OutputText { text, .. } => text.as_str(),
+                    OutputContent::OutputText { text, .. } | OutputContent::ReasoningText { text } => text.as_str(),
                     OutputContent::Refusal { refusal } => refusal.as_str(),
                 })
                 .collect(),
@@ -304,6 +304,46 @@ impl Emitter {
         }
         let item = OutputItem::Message { id, role, status, content, phase: Some(phase) };
         self.emit(EventKind::OutputItemDone { output_index, item });
+    }
+
+    /// Adds an in-progress `reasoning` item (`summary: []`) and its empty `reasoning_text`
+    /// part (contract §8.4 h). Returns its index.
+    pub fn reasoning_start(&mut self) -> usize {
+        let output_index = self.next_index();
+        let id = new_id("rs");
+        let item = OutputItem::Reasoning { id: id.clone(), summary: Vec::new(), content: Vec::new(), status: ItemStatus::InProgress };
+        self.emit(EventKind::OutputItemAdded { output_index, item });
+        self.emit(EventKind::ContentPartAdded {
+            item_id: id,
+            output_index,
+            content_index: 0,
+            part: OutputContent::ReasoningText { text: String::new() },
+        });
+        output_index
+    }
+
+    /// `response.reasoning_text.delta` for the reasoning item at `output_index`.
+    pub fn reasoning_delta(&mut self, output_index: usize, delta: String) {
+        let item_id = self.item_id(output_index);
+        self.emit(EventKind::ReasoningTextDelta { item_id, output_index, content_index: 0, delta });
+        if let Some(sink) = &mut self.sink {
+            sink.flush_first_delta();
+        }
+    }
+
+    /// Closes a reasoning item: `reasoning_text.done`, `content_part.done`,
+    /// `output_item.done` with `status`.
+    pub fn reasoning_done(&mut self, output_index: usize, status: ItemStatus) {
+        let Some(OutputItem::Reasoning { id, summary, content, .. }) = self.acc.item(output_index).cloned() else {
+            return;
+        };
+        for (content_index, part) in content.iter().enumerate() {
+            if let OutputContent::ReasoningText { text } = part {
+                self.emit(EventKind::ReasoningTextDone { item_id: id.clone(), output_index, content_index, text: text.clone() });
+            }
+            self.emit(EventKind::ContentPartDone { item_id: id.clone(), output_index, content_index, part: part.clone() });
+        }
+        self.emit(EventKind::OutputItemDone { output_index, item: OutputItem::Reasoning { id, summary, content, status } });
     }
 
     /// Adds an in-progress `function_call` (empty `arguments`). Returns its index.

@@ -1,5 +1,6 @@
-//! One upstream round as it streams: text and client-owned call deltas go straight to the
-//! emitter; gateway-owned and unknown calls are collected for the end of the round.
+//! One upstream round as it streams: reasoning, text and client-owned call deltas go
+//! straight to the emitter; gateway-owned and unknown calls are collected for the end of
+//! the round. Reasoning is its own `reasoning` item, closed when text or a call begins.
 
 use protocol::output::{ItemStatus, Phase};
 use protocol::response::Usage;
@@ -27,6 +28,8 @@ pub struct PendingCall {
 /// State of one round.
 #[derive(Debug, Default)]
 pub struct Round {
+    /// The open reasoning item of this round, while reasoning streams.
+    pub reasoning: Option<usize>,
     /// The assistant message of this round, once text arrived.
     pub message: Option<usize>,
     pub calls: Vec<PendingCall>,
@@ -40,7 +43,19 @@ impl Round {
     /// search declared, citation markers leave the text and become `file_citation`s.
     pub fn on_event(&mut self, ev: UpstreamEvent, tools: &ToolSet, emitter: &mut Emitter, usage: &mut Usage, files: &FileSources) {
         match ev {
+            UpstreamEvent::Reasoning(delta) => {
+                let idx = match self.reasoning {
+                    Some(i) => i,
+                    None => {
+                        let i = emitter.reasoning_start();
+                        self.reasoning = Some(i);
+                        i
+                    }
+                };
+                emitter.reasoning_delta(idx, delta);
+            }
             UpstreamEvent::Text(delta) => {
+                self.close_reasoning(emitter, ItemStatus::Completed);
                 let idx = match self.message {
                     Some(i) => i,
                     None => {
@@ -69,6 +84,7 @@ impl Round {
                 }
             }
             UpstreamEvent::ToolCall { index, id, name, arguments } => {
+                self.close_reasoning(emitter, ItemStatus::Completed);
                 let pos = match self.calls.iter().position(|c| c.index == index) {
                     Some(p) => p,
                     None => {
@@ -112,9 +128,18 @@ impl Round {
         }
     }
 
-    /// Closes the round's message with the phase its calls imply; returns its text.
-    /// `sources` are this turn's search sources: their URLs in the text get `url_citation`s.
+    /// Closes the reasoning item, if one is open (no-op otherwise).
+    fn close_reasoning(&mut self, emitter: &mut Emitter, status: ItemStatus) {
+        if let Some(idx) = self.reasoning.take() {
+            emitter.reasoning_done(idx, status);
+        }
+    }
+
+    /// Closes the round's reasoning item (if still open) and its message, with the phase
+    /// its calls imply; returns the message text. `sources` are this turn's search sources:
+    /// their URLs in the text get `url_citation`s.
     pub fn close_message(&mut self, emitter: &mut Emitter, status: ItemStatus, sources: &[Source]) -> String {
+        self.close_reasoning(emitter, status);
         let phase = if self.calls.is_empty() { Phase::FinalAnswer } else { Phase::Commentary };
         match self.message.take() {
             Some(idx) => {

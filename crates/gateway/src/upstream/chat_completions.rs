@@ -269,6 +269,10 @@ pub fn parse_chunk(
     }
     for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
         let d = choice.delta;
+        // Servers moving from `reasoning_content` to `reasoning` may send both: one is used.
+        if let Some(text) = d.reasoning_content.filter(|t| !t.is_empty()).or(d.reasoning.filter(|t| !t.is_empty())) {
+            out.push_back(UpstreamEvent::Reasoning(text.into_owned()));
+        }
         if let Some(text) = d.content.filter(|t| !t.is_empty()) {
             out.push_back(UpstreamEvent::Text(text.into_owned()));
         }

@@ -26,6 +26,8 @@ pub enum FinishReason {
 pub enum UpstreamEvent {
     /// Assistant text.
     Text(String),
+    /// The model's raw reasoning (`delta.reasoning_content`, or `delta.reasoning`).
+    Reasoning(String),
     /// A tool-call fragment; `index` correlates fragments of one call.
     ToolCall { index: usize, id: Option<String>, name: Option<String>, arguments: Option<String> },
     Finish(FinishReason),

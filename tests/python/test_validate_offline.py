@@ -105,6 +105,26 @@ def text_stream(deltas=("Hel", "lo"), msg_id="msg_1"):
     return s.events
 
 
+def reasoning_stream(deltas=("Think", "ing."), rs_id="rs_1"):
+    """Raw reasoning (contract §8.4 h), then the answer: as the gateway streams it."""
+    s = Seq()
+    s.add("response.created", response=response_obj())
+    s.add("response.in_progress", response=response_obj())
+    s.add("response.output_item.added", output_index=0,
+          item={"id": rs_id, "type": "reasoning", "summary": [], "content": [], "status": "in_progress"})
+    s.add("response.content_part.added", item_id=rs_id, output_index=0, content_index=0, part={"type": "reasoning_text", "text": ""})
+    for d in deltas:
+        s.add("response.reasoning_text.delta", item_id=rs_id, output_index=0, content_index=0, delta=d)
+    text = "".join(deltas)
+    s.add("response.reasoning_text.done", item_id=rs_id, output_index=0, content_index=0, text=text)
+    part = {"type": "reasoning_text", "text": text}
+    s.add("response.content_part.done", item_id=rs_id, output_index=0, content_index=0, part=part)
+    item = {"id": rs_id, "type": "reasoning", "summary": [], "content": [part], "status": "completed"}
+    s.add("response.output_item.done", output_index=0, item=item)
+    s.add("response.completed", response=response_obj("completed", [item], USAGE, completed_at=1757513680))
+    return s.events
+
+
 FN_TOOL = {"type": "function", "name": "get_weather", "description": None,
            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}, "strict": None}
 
@@ -179,6 +199,7 @@ GOOD_STREAMS = {
     "custom_tool_call": custom_stream,
     "failed": failed_stream,
     "web_search_call": web_search_stream,
+    "reasoning": reasoning_stream,
 }
 
 
@@ -251,6 +272,9 @@ INVARIANT_MUTATIONS = {
     "args done mismatch": (function_stream, lambda ev: ev[-3].update(arguments='{"city":"Rome"}'), "!= concatenated deltas"),
     "args delta wrong item": (function_stream, lambda ev: ev[3].update(item_id="fc_x"), "item_id 'fc_x'"),
     "custom input mismatch": (custom_stream, lambda ev: ev[-2]["item"].update(input="SELECT 2"), "item.input"),
+    "reasoning delta text mismatch": (reasoning_stream, lambda ev: ev[6].update(text="Thinking!"), "!= concatenated deltas"),
+    "reasoning delta on a message": (text_stream, lambda ev: ev[4].update(type="response.reasoning_text.delta"), "not a 'reasoning'"),
+    "output_text part on a reasoning item": (reasoning_stream, lambda ev: ev[3]["part"].update(type="output_text"), "part on a 'reasoning' item"),
     "error then completed": (failed_stream, lambda ev: (ev[-1].update(type="response.completed"), ev[-1]["response"].update(status="completed")), "terminal event is not response.failed"),
 }
 

@@ -685,41 +685,27 @@ def check_stream_invariants(events: list[dict[str, Any]]) -> list[str]:
             part = e.get("part") if isinstance(e.get("part"), dict) else {}
             if part.get("type") == "output_text" and key in text_done and part.get("text") != text_done[key]:
                 at(i, f"part.text {part.get('text')!r} != output_text.done text {text_done[key]!r}")
-        elif t in ("response.output_text.delta", "response.output_text.done", "response.output_text.annotation.added"):
-            item_ref(i, e, "message")
+        elif t in _TEXT_EVENTS:
+            # output_text parts of messages; raw reasoning (contract §8.4 h): reasoning_text
+            # parts of reasoning items. Deltas concatenate to the done text.
+            item_type, part_type = _TEXT_EVENTS[t]
+            item_ref(i, e, item_type)
             key = (e.get("output_index"), e.get("content_index"))
             part = open_parts.get(key)
             if part is None:
                 at(i, f"{t} for content part {key} that is not open (content_part.added must precede it)")
-            elif part.get("type") != "output_text":
-                at(i, f"content part {key} is a {part.get('type')!r}, not output_text")
-            if t == "response.output_text.delta":
+            elif part.get("type") != part_type:
+                at(i, f"content part {key} is a {part.get('type')!r}, not {part_type}")
+            if t.endswith(".delta"):
                 if key in text_done:
-                    at(i, "text delta after output_text.done")
+                    at(i, f"delta after {part_type}.done")
                 text_acc[key] = text_acc.get(key, "") + str(e.get("delta", ""))
-            elif t == "response.output_text.done":
+            elif t.endswith(".done"):
                 if key in text_done:
-                    at(i, "second output_text.done for the same part")
+                    at(i, f"second {part_type}.done for the same part")
                 text_done[key] = e.get("text")
                 if e.get("text") != text_acc.get(key, ""):
-                    at(i, f"output_text.done text {e.get('text')!r} != concatenated deltas {text_acc.get(key, '')!r}")
-        elif t in ("response.reasoning_text.delta", "response.reasoning_text.done"):
-            # Raw reasoning (contract §8.4 h): a reasoning_text part of a reasoning item.
-            item_ref(i, e, "reasoning")
-            key = (e.get("output_index"), e.get("content_index"))
-            part = open_parts.get(key)
-            if part is None:
-                at(i, f"{t} for content part {key} that is not open (content_part.added must precede it)")
-            elif part.get("type") != "reasoning_text":
-                at(i, f"content part {key} is a {part.get('type')!r}, not reasoning_text")
-            if t == "response.reasoning_text.delta":
-                if key in text_done:
-                    at(i, "reasoning delta after reasoning_text.done")
-                text_acc[key] = text_acc.get(key, "") + str(e.get("delta", ""))
-            else:
-                text_done[key] = e.get("text")
-                if e.get("text") != text_acc.get(key, ""):
-                    at(i, f"reasoning_text.done text {e.get('text')!r} != concatenated deltas {text_acc.get(key, '')!r}")
+                    at(i, f"{part_type}.done text {e.get('text')!r} != concatenated deltas {text_acc.get(key, '')!r}")
         elif t in ("response.refusal.delta", "response.refusal.done"):
             item_ref(i, e, "message")
             key = (e.get("output_index"), e.get("content_index"))
@@ -774,6 +760,16 @@ def check_stream_invariants(events: list[dict[str, Any]]) -> list[str]:
                     f"    done:  {json.dumps(d, sort_keys=True)}\n    final: {json.dumps(it, sort_keys=True)}"
                 )
     return v
+
+
+# Text events by type: (the item type they belong to, the content part type they fill).
+_TEXT_EVENTS = {
+    "response.output_text.delta": ("message", "output_text"),
+    "response.output_text.done": ("message", "output_text"),
+    "response.output_text.annotation.added": ("message", "output_text"),
+    "response.reasoning_text.delta": ("reasoning", "reasoning_text"),
+    "response.reasoning_text.done": ("reasoning", "reasoning_text"),
+}
 
 
 def _check_part_kind(at: Any, i: int, item: dict[str, Any] | None, part: dict[str, Any]) -> None:

@@ -574,3 +574,15 @@ def test_upstream_reasoning_is_a_typed_reasoning_item(client, upstream, gateway)
     assert [i["type"] for i in body2["output"]] == ["reasoning", "message"]
     sent = json.dumps(upstream.chat_bodies()[-1]["messages"])
     assert "The user greets" not in sent, sent
+
+
+def test_models_list_and_retrieve(client):
+    """`client.models.list()` / `.retrieve()`: the upstream's models; an unknown id is the
+    SDK's NotFoundError with code model_not_found."""
+    ids = [m.id for m in client.models.list()]
+    assert ids, ids
+    model = client.models.retrieve(ids[0])
+    assert model.id == ids[0] and model.object == "model"
+    with pytest.raises(openai.NotFoundError) as err:
+        client.models.retrieve("no-such-model")
+    assert err.value.code == "model_not_found"

@@ -240,10 +240,26 @@ async fn models_table_maps_and_restricts() {
     let (s, b) = h.get("/v1/models").await;
     assert_eq!(s, 200);
     assert_eq!(b["data"][0]["id"], "public");
+    let h = Harness::start_with(|c| {
+        c.models = Some([("public".to_string(), "internal".to_string()), ("org/m-1".to_string(), "internal".to_string())].into())
+    })
+    .await;
+    let (s, b) = h.get("/v1/models/org/m-1").await;
+    assert_eq!((s, b["id"].as_str()), (200, Some("org/m-1")), "an id with a slash: {b}");
+    let (s, b) = h.get("/v1/models/public").await;
+    assert_eq!((s, b["id"].as_str(), b["object"].as_str()), (200, Some("public"), Some("model")), "{b}");
+    let (s, b) = h.get("/v1/models/internal").await;
+    assert_eq!(s, 404, "the upstream name is not a public model: {b}");
+    assert_eq!(error_of(&b)["code"], "model_not_found");
     let plain = Harness::start().await;
     let (s, b) = plain.get("/v1/models").await;
     assert_eq!(s, 200);
     assert_eq!(b["data"][0]["id"], "scripted-model", "proxied from the upstream");
+    let (s, b) = plain.get("/v1/models/scripted-model").await;
+    assert_eq!((s, b["id"].as_str()), (200, Some("scripted-model")), "{b}");
+    let (s, b) = plain.get("/v1/models/nope").await;
+    assert_eq!(s, 404, "{b}");
+    assert_eq!(error_of(&b)["param"], "model");
 }
 
 #[tokio::test]

@@ -1,6 +1,6 @@
 //! HTTP routes (axum): `/v1/responses` (create, retrieve, delete, input items),
 //! `/v1/conversations` (and their items), `/v1/files` and `/v1/vector_stores` (the embedded
-//! index), `/v1/models`, `/healthz`, `/readyz`.
+//! index), `/v1/models[/{model}]`, `/healthz`, `/readyz`.
 
 pub mod conversations;
 pub mod files;
@@ -147,6 +147,8 @@ pub fn router(state: Arc<AppState>, max_body_bytes: usize) -> Router {
         .route("/v1/vector_stores/{id}/files/{file_id}/content", get(vector_stores::file_content))
         .route("/v1/vector_stores/{id}/search", post(vector_stores::search))
         .route("/v1/models", get(models::list))
+        // A model id may hold slashes (`Qwen/Qwen3-8B`): the rest of the path is the id.
+        .route("/v1/models/{*model}", get(models::retrieve))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/", get(playground::index))

@@ -1,9 +1,10 @@
-//! `GET /v1/models`: the `[models]` table, or the upstream's list when there is none.
+//! `GET /v1/models` and `GET /v1/models/{model}`: the `[models]` table, or the upstream's
+//! list when there is none.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::Json;
 use serde_json::{json, Value};
 
@@ -13,17 +14,37 @@ use crate::error::HttpError;
 /// `{"object":"list","data":[{"id","object":"model","created","owned_by"}]}`.
 /// Upstream failure → 502 in the OpenAI shape.
 pub async fn list(State(state): State<Arc<AppState>>) -> Result<Json<Value>, HttpError> {
+    models(&state).await.map(Json)
+}
+
+/// One model of [`list`] (`client.models.retrieve`): `{"id","object":"model",…}`; a model
+/// the list does not have → 404 `model_not_found` (param `model`); upstream failure → 502.
+pub async fn retrieve(State(state): State<Arc<AppState>>, Path(model): Path<String>) -> Result<Json<Value>, HttpError> {
+    let list = models(&state).await?;
+    list.get("data")
+        .and_then(Value::as_array)
+        .and_then(|data| data.iter().find(|m| m.get("id").and_then(Value::as_str) == Some(model.as_str())))
+        .map(|m| Json(m.clone()))
+        .ok_or_else(|| {
+            HttpError::not_found(
+                Some("model"),
+                format!("The model '{model}' does not exist or you do not have access to it."),
+                "model_not_found",
+            )
+        })
+}
+
+async fn models(state: &AppState) -> Result<Value, HttpError> {
     if let Some(map) = &state.models {
         let data: Vec<Value> = map
             .keys()
             .map(|id| json!({"id": id, "object": "model", "created": 0, "owned_by": "responses-gateway"}))
             .collect();
-        return Ok(Json(json!({"object": "list", "data": data})));
+        return Ok(json!({"object": "list", "data": data}));
     }
     state
         .upstream
         .models(Duration::from_secs(10))
         .await
-        .map(Json)
         .map_err(|e| HttpError::bad_gateway(e.to_string(), e.code()))
 }

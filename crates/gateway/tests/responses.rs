@@ -386,3 +386,25 @@ async fn reasoning_cut_by_length_is_incomplete_and_precedes_calls() {
     assert_eq!(kinds, ["reasoning", "function_call"]);
     assert_eq!(out[0]["status"], "completed");
 }
+
+/// Whitespace before any visible text (vLLM and DeepSeek send `"\n\n"` after the reasoning)
+/// opens no message: a call that follows is not preceded by an empty commentary; visible
+/// text that follows keeps it.
+#[tokio::test]
+async fn leading_whitespace_opens_no_message() {
+    let h = Harness::start().await;
+    h.upstream.push(Script::tool_call("get_weather", r#"{"city":"Oslo"}"#).reasoning(&["Need weather."]).with_text(&["\n", "\n"]));
+    let s = h.stream(json!({"model":"m","input":"weather?","tools":[weather_tool()]})).await;
+    let kinds: Vec<&str> = s.response["output"].as_array().unwrap().iter().map(|i| i["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["reasoning", "function_call"]);
+
+    h.upstream.push(Script::text(&["\n\n", "Hi", "!"]).reasoning(&["Greet."]));
+    let s = h.stream(json!({"model":"m","input":"hello"})).await;
+    assert_eq!(s.response["output"][1]["content"][0]["text"], "\n\nHi!");
+
+    h.upstream.push(Script::text(&[" ", "\n"]));
+    let (status, body) = h.post(json!({"model":"m","input":"say nothing"})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "completed");
+    assert_eq!(body["output"], json!([]));
+}

@@ -30,8 +30,11 @@ pub struct PendingCall {
 pub struct Round {
     /// The open reasoning item of this round, while reasoning streams.
     pub reasoning: Option<usize>,
-    /// The assistant message of this round, once text arrived.
+    /// The assistant message of this round, once visible text arrived.
     pub message: Option<usize>,
+    /// Whitespace that came before any visible text (servers send `"\n\n"` after the
+    /// reasoning): it starts no message; it opens the answer if visible text follows.
+    leading_space: String,
     pub calls: Vec<PendingCall>,
     pub finish: Option<FinishReason>,
     /// Removes `【N】` markers from the message when the turn has file search.
@@ -54,7 +57,16 @@ impl Round {
                 };
                 emitter.reasoning_delta(idx, delta);
             }
-            UpstreamEvent::Text(delta) => {
+            UpstreamEvent::Text(mut delta) => {
+                if self.message.is_none() {
+                    if delta.trim().is_empty() {
+                        self.leading_space.push_str(&delta);
+                        return;
+                    }
+                    if !self.leading_space.is_empty() {
+                        delta.insert_str(0, &std::mem::take(&mut self.leading_space));
+                    }
+                }
                 self.close_reasoning(emitter, ItemStatus::Completed);
                 let idx = match self.message {
                     Some(i) => i,

@@ -47,7 +47,7 @@ async fn sampling_and_format_are_passed_on_and_echoed() {
     h.upstream.push(Script::text(&["{}"]));
     let (status, body) = h
         .post(json!({"model":"m","input":"x","temperature":0.2,"top_p":0.9,"max_output_tokens":100,
-            "metadata":{"k":"v"},"user":"u1","prompt_cache_key":"pk","safety_identifier":"s1",
+            "metadata":{"k":"v"},"user":"u1","prompt_cache_key":"pk","safety_identifier":"s1","reasoning":{"effort":"low","summary":"auto"},
             "text":{"format":{"type":"json_schema","name":"out","schema":{"type":"object"},"strict":true}}}))
         .await;
     assert_eq!(status, 200, "{body}");
@@ -64,6 +64,15 @@ async fn sampling_and_format_are_passed_on_and_echoed() {
     assert_eq!(up["top_p"], 0.9);
     assert_eq!(up["max_tokens"], 100);
     assert_eq!(up["user"], "u1");
+    assert_eq!(up["reasoning_effort"], "low", "reasoning.effort is passed on");
+    assert_eq!(body["reasoning"]["effort"], "low");
+    let (status, body) = h.post(json!({"model":"m","input":"x","reasoning":{"effort":"ultra"}})).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(error_of(&body)["param"], "reasoning.effort");
+    h.upstream.push(Script::text(&["ok"]));
+    let (status, _) = h.post(json!({"model":"m","input":"x","reasoning":{"effort":null}})).await;
+    assert_eq!(status, 200);
+    assert!(h.upstream.requests().last().unwrap().body.get("reasoning_effort").is_none(), "no effort, no field");
     assert_eq!(up["response_format"], json!({"type":"json_schema","json_schema":{"name":"out","schema":{"type":"object"},"strict":true}}));
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use protocol::input::{Input, InputItem};
 use protocol::request::{TextConfig, TextFormat, Verbosity};
 use protocol::{ApiError, CreateResponse, Response, ResponseStatus};
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::error::HttpError;
 use crate::events::emitter::now_secs;
@@ -195,6 +195,7 @@ pub fn prepare_with(
         parallel_tool_calls: req.parallel_tool_calls,
         response_format,
         user: req.user.clone().or_else(|| req.safety_identifier.clone()),
+        reasoning_effort: reasoning_effort(req.reasoning.as_ref())?,
     };
     let base = Response {
         id: new_id("resp"),
@@ -268,6 +269,28 @@ fn text_config(req: &CreateResponse) -> Result<TextConfig, HttpError> {
         format: Some(given.format.unwrap_or(TextFormat::Text)),
         verbosity: Some(given.verbosity.unwrap_or(Verbosity::Medium)),
     })
+}
+
+/// `reasoning.effort` values (contract §1).
+const REASONING_EFFORTS: &[&str] = &["none", "minimal", "low", "medium", "high", "xhigh", "max"];
+
+/// `reasoning.effort`, passed on as Chat Completions `reasoning_effort`; `null` or absent
+/// → none. Another value or shape → 400 naming `reasoning.effort` or `reasoning`.
+fn reasoning_effort(reasoning: Option<&Value>) -> Result<Option<String>, HttpError> {
+    let effort = match reasoning {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(r)) => r.get("effort"),
+        Some(_) => return Err(bad("reasoning", "Invalid type for 'reasoning': expected an object.", "invalid_type")),
+    };
+    match effort {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(e)) if REASONING_EFFORTS.contains(&e.as_str()) => Ok(Some(e.clone())),
+        Some(other) => Err(bad(
+            "reasoning.effort",
+            format!("Invalid value: {other}. Supported values are: {}.", REASONING_EFFORTS.join(", ")),
+            "invalid_value",
+        )),
+    }
 }
 
 fn check_ranges(req: &CreateResponse) -> Result<(), HttpError> {

@@ -3,8 +3,8 @@
 //! long conversation or a large tool schema costs one pass of encoding per round.
 //!
 //! Shape: `{model, messages, stream: true, stream_options: {include_usage: true},
-//! temperature?, top_p?, max_tokens?, response_format?, user?, tools?, tool_choice?,
-//! parallel_tool_calls?}`; `messages` is one leading system message (instructions and
+//! temperature?, top_p?, max_tokens?, response_format?, user?, reasoning_effort?, tools?,
+//! tool_choice?, parallel_tool_calls?}`; `messages` is one leading system message (instructions and
 //! system/developer messages, joined) then the transcript's entries.
 
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
@@ -58,6 +58,9 @@ impl Serialize for Body<'_, '_> {
         }
         if let Some(u) = &sp.user {
             m.serialize_entry("user", u)?;
+        }
+        if let Some(e) = &sp.reasoning_effort {
+            m.serialize_entry("reasoning_effort", e)?;
         }
         if !req.tools.is_empty() && *req.tool_choice != ToolChoice::None {
             m.serialize_entry("tools", &Tools(req.tools))?;

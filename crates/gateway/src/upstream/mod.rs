@@ -45,6 +45,8 @@ pub struct Sampling {
     /// Chat Completions `response_format` (from `text.format`).
     pub response_format: Option<Value>,
     pub user: Option<String>,
+    /// Chat Completions `reasoning_effort` (from `reasoning.effort`).
+    pub reasoning_effort: Option<String>,
 }
 
 /// One upstream round: the transcript, the tools declared for it and the choice.

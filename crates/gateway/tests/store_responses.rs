@@ -161,6 +161,11 @@ async fn retrieve_returns_what_was_answered(db: Arc<TestDb>) {
     let (s, got) = h.get(&format!("/v1/responses/{}", body["id"].as_str().unwrap())).await;
     assert_eq!(s, 200);
     assert_eq!(got, body);
+    let (s, got) = h.get(&format!("/v1/responses/{}?stream=false&include[]=file_search_call.results", body["id"].as_str().unwrap())).await;
+    assert_eq!((s, &got), (200, &body));
+    let (s, err) = h.get(&format!("/v1/responses/{}?stream=true", body["id"].as_str().unwrap())).await;
+    assert_eq!(s, 400, "a replayed stream is refused, not answered as an empty one: {err}");
+    assert_eq!(error_of(&err)["param"], "stream");
     let (s, missing) = h.get("/v1/responses/resp_missing").await;
     assert_eq!(s, 404);
     assert_eq!(error_of(&missing)["type"], "invalid_request_error");

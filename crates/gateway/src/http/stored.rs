@@ -17,9 +17,20 @@ fn not_found(id: &str) -> HttpError {
     HttpError::not_found(None, format!("No response found with id '{id}'."), "response_not_found")
 }
 
-/// `GET /v1/responses/{id}` (query `include[]`, `stream` are accepted; a stored response
-/// is returned whole, never as a replayed stream).
-pub async fn get(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Response {
+/// `GET /v1/responses/{id}`: the stored Response, whole (query `include[]` is accepted).
+/// `stream=true` (a replay of the events) → 400 `unsupported_parameter`, param `stream`:
+/// without it, a client asking for a stream would read an empty one.
+pub async fn get(State(state): State<Arc<AppState>>, Path(id): Path<String>, RawQuery(query): RawQuery) -> Response {
+    let wants_stream = url::form_urlencoded::parse(query.as_deref().unwrap_or("").as_bytes())
+        .any(|(k, v)| k == "stream" && v.eq_ignore_ascii_case("true"));
+    if wants_stream {
+        return HttpError::bad_request(
+            Some("stream".to_string()),
+            "Replaying a stored response as a stream is not supported by this gateway; retrieve it without 'stream'.",
+        )
+        .with_code("unsupported_parameter")
+        .into_response();
+    }
     match state.store.response(&id).await {
         Ok(Some(r)) => Json(r).into_response(),
         Ok(None) => not_found(&id).into_response(),

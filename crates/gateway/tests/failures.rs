@@ -34,6 +34,29 @@ async fn upstream_http_500() {
     assert_failed_stream(&s);
 }
 
+/// The upstream refusing the request (its 400) is the same error streamed or not: the
+/// stream's `error` event carries the non-streamed body's code; a plain-text error body is
+/// the message.
+#[tokio::test]
+async fn upstream_rejection_has_one_code_streamed_or_not() {
+    let h = Harness::start().await;
+    h.upstream.push(Script::http_error(400, r#"{"error":{"message":"context too long"}}"#));
+    let (status, body) = h.post(json!({"model":"m","input":"x"})).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(error_of(&body)["code"], "upstream_rejected_request");
+    h.upstream.push(Script::http_error(400, r#"{"error":{"message":"context too long"}}"#));
+    let s = h.stream(json!({"model":"m","input":"x"})).await;
+    assert_failed_stream(&s);
+    let err = s.of_type("error");
+    assert_eq!(err[0]["code"], "upstream_rejected_request");
+    assert!(err[0]["message"].as_str().unwrap().contains("context too long"), "{}", err[0]);
+    assert_eq!(s.response["error"]["code"], "server_error", "one of the SDK's fixed codes");
+    h.upstream.push(Script::http_error(503, "model is loading"));
+    let (status, body) = h.post(json!({"model":"m","input":"x"})).await;
+    assert_eq!(status, 502);
+    assert!(error_of(&body)["message"].as_str().unwrap().contains("model is loading"), "{body}");
+}
+
 #[tokio::test]
 async fn upstream_unreachable_never_leaks_credentials() {
     let var = "RG_TEST_KEY_UNREACHABLE";

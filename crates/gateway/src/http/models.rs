@@ -46,5 +46,5 @@ async fn models(state: &AppState) -> Result<Value, HttpError> {
         .upstream
         .models(Duration::from_secs(10))
         .await
-        .map_err(|e| HttpError::bad_gateway(e.to_string(), e.code()))
+        .map_err(|e| e.to_http())
 }

@@ -119,17 +119,19 @@ impl ChatCompletions {
         }
     }
 
-    /// The upstream's own error message (`error.message`, `error`, or `message`), cut to
-    /// 500 characters.
+    /// The upstream's own error message (`error.message`, `error`, or `message`; a body
+    /// that is not JSON is the message itself), cut to 500 characters, key redacted.
     fn error_message(&self, body: &[u8]) -> String {
         let parsed: Option<Value> = serde_json::from_slice(body).ok();
-        let msg = parsed.as_ref().and_then(|v| {
-            v.pointer("/error/message")
+        let msg = match &parsed {
+            Some(v) => v
+                .pointer("/error/message")
                 .or_else(|| v.get("error"))
                 .or_else(|| v.get("message"))
                 .and_then(Value::as_str)
-                .map(str::to_string)
-        });
+                .map(str::to_string),
+            None => std::str::from_utf8(body).ok().map(str::trim).filter(|t| !t.is_empty()).map(str::to_string),
+        };
         let msg = msg.unwrap_or_else(|| "no error message".to_string());
         let msg: String = msg.chars().take(500).collect();
         self.redact(&msg)

@@ -73,9 +73,13 @@ pub enum UpstreamError {
 }
 
 impl UpstreamError {
-    /// The `code` used in error bodies and `response.error`.
+    /// The `code` of the non-streamed error body and of a stream's `error` event (the same
+    /// for both): `upstream_rejected_request` (the upstream's 400/413/422),
+    /// `rate_limit_exceeded` (429), `upstream_timeout`, else `upstream_error`.
     pub fn code(&self) -> &'static str {
         match self {
+            UpstreamError::Status { status: 400 | 413 | 422, .. } => "upstream_rejected_request",
+            UpstreamError::Status { status: 429, .. } => "rate_limit_exceeded",
             UpstreamError::Timeout(_) => "upstream_timeout",
             _ => "upstream_error",
         }
@@ -90,12 +94,13 @@ impl UpstreamError {
     /// streams) is a 502.
     pub fn to_http(&self) -> crate::error::HttpError {
         use axum::http::StatusCode;
-        let (status, kind, code) = match self {
-            UpstreamError::Status { status: 400 | 413 | 422, .. } => (StatusCode::BAD_REQUEST, "invalid_request_error", "upstream_rejected_request"),
-            UpstreamError::Status { status: 429, .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", "rate_limit_exceeded"),
-            UpstreamError::Timeout(_) => (StatusCode::GATEWAY_TIMEOUT, "server_error", "upstream_timeout"),
-            _ => (StatusCode::BAD_GATEWAY, "server_error", "upstream_error"),
+        let (status, kind) = match self {
+            UpstreamError::Status { status: 400 | 413 | 422, .. } => (StatusCode::BAD_REQUEST, "invalid_request_error"),
+            UpstreamError::Status { status: 429, .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limit_error"),
+            UpstreamError::Timeout(_) => (StatusCode::GATEWAY_TIMEOUT, "server_error"),
+            _ => (StatusCode::BAD_GATEWAY, "server_error"),
         };
+        let code = self.code();
         crate::error::HttpError {
             status,
             error: protocol::ApiError { message: self.to_string(), kind: kind.into(), param: None, code: Some(code.into()) },

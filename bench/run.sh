@@ -57,9 +57,10 @@ scenario_stream-c64() {
 }
 
 # (c) one client-owned function tool, not streamed: the model calls it, the
-# gateway answers a function_call item (the direct upstream: tool_calls).
+# gateway answers a function_call item (the direct upstream: tool_calls). 10000
+# requests: CPU is read in 10 ms clock ticks, so ~1 s of gateway CPU is ±1 %.
 scenario_tool-c1() {
-    measure_pair tool-c1 --tool --push-script "$TOOL_SCRIPT" --concurrency 1 --requests "$(n 2000 300)" \
+    measure_pair tool-c1 --tool --push-script "$TOOL_SCRIPT" --concurrency 1 --requests "$(n 10000 300)" \
         --target-cpu-ms 0.10 --target-added-ttft-p50-ms 0.15 --target-rss-mib 40
 }
 

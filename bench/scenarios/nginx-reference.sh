@@ -49,6 +49,6 @@ scenario_nginx-stream-c1() {
 }
 
 scenario_nginx-tool-c1() {
-    measure_direct nginx-tool-c1 --tool --push-script "$TOOL_SCRIPT" --concurrency 1 --requests "$(n 2000 300)"
-    measure_nginx nginx-tool-c1 --tool --push-script "$TOOL_SCRIPT" --concurrency 1 --requests "$(n 2000 300)"
+    measure_direct nginx-tool-c1 --tool --push-script "$TOOL_SCRIPT" --concurrency 1 --requests "$(n 10000 300)"
+    measure_nginx nginx-tool-c1 --tool --push-script "$TOOL_SCRIPT" --concurrency 1 --requests "$(n 10000 300)"
 }

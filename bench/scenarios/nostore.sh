@@ -23,9 +23,9 @@ scenario_stream-nostore-c1() {
 scenario_tool-nostore-c1() {
     local body
     body="$(nostore_body tool-nostore-c1 '{"model":"m","input":"hi","store":false,"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]}')"
-    measure_direct tool-nostore-c1 --tool --push-script "$TOOL_SCRIPT" --concurrency 1 --requests "$(n 2000 300)"
+    measure_direct tool-nostore-c1 --tool --push-script "$TOOL_SCRIPT" --concurrency 1 --requests "$(n 10000 300)"
     measure_gateway tool-nostore-c1 --tool --body-file "$body" --push-script "$TOOL_SCRIPT" --concurrency 1 \
-        --requests "$(n 2000 300)" --target-cpu-ms 0.10 --target-added-ttft-p50-ms 0.15 --target-rss-mib 40
+        --requests "$(n 10000 300)" --target-cpu-ms 0.10 --target-added-ttft-p50-ms 0.15 --target-rss-mib 40
 }
 
 SCENARIOS+=(stream-nostore-c1 tool-nostore-c1)

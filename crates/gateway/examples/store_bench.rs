@@ -96,16 +96,16 @@ async fn bench(name: &str, store: SqlStore, turns: usize) {
     // Warm up the pool and the statement caches.
     for i in 0..50 {
         let o = outcome(&format!("resp_warm{i}"), &Transcript::default(), i);
-        persist::commit(plan(&store, None), &o).await.expect("commit");
+        persist::commit(plan(&store, None), &o.response, o.transcript).await.expect("commit");
     }
     let mut lat = Vec::with_capacity(turns);
     let outcomes: Vec<Outcome> = (0..turns).map(|i| outcome(&format!("resp_b{i}"), &Transcript::default(), i)).collect();
     let cpu0 = cpu_ms();
     let wall0 = Instant::now();
-    for o in &outcomes {
+    for o in outcomes {
         let t = Instant::now();
         store.ping().await.expect("ping");
-        persist::commit(plan(&store, None), o).await.expect("commit");
+        persist::commit(plan(&store, None), &o.response, o.transcript).await.expect("commit");
         lat.push(t.elapsed().as_secs_f64() * 1000.0);
     }
     let wall = wall0.elapsed().as_secs_f64() * 1000.0;
@@ -126,7 +126,7 @@ async fn bench(name: &str, store: SqlStore, turns: usize) {
     for n in 0..CHAIN {
         let id = format!("resp_chain{n}_{}", rand::random::<u32>());
         let o = outcome(&id, &transcript, n);
-        persist::commit(plan(&store, previous.clone()), &o).await.expect("commit");
+        persist::commit(plan(&store, previous.clone()), &o.response, o.transcript.clone()).await.expect("commit");
         transcript = o.transcript;
         previous = Some(id);
     }

@@ -33,6 +33,16 @@ impl Accumulator {
         }
     }
 
+    /// Folds a `response.reasoning_text.delta` for content part 0 without building the
+    /// event; equivalent to `fold(ReasoningTextDelta{..})`.
+    pub fn append_reasoning(&mut self, output_index: usize, delta: &str) {
+        if let Some(OutputItem::Reasoning { content, .. }) = self.response.output.get_mut(output_index) {
+            if let Some(OutputContent::ReasoningText { text }) = content.first_mut() {
+                text.push_str(delta);
+            }
+        }
+    }
+
     /// Applies one event.
     pub fn fold(&mut self, kind: EventKind) {
         let output = &mut self.response.output;

@@ -50,6 +50,37 @@ impl Sink {
         }
     }
 
+    /// A text or reasoning delta of content part 0, written straight from a fixed layout
+    /// (the same bytes the generic encoder gives: see the tests), then queued.
+    fn delta_frame(&mut self, kind: DeltaKind, item_id: &str, output_index: usize, delta: &str, seq: u64) {
+        let (head, tail): (&[u8], &[u8]) = match kind {
+            DeltaKind::OutputText => (
+                b"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"item_id\":\"",
+                b",\"logprobs\":[],\"sequence_number\":",
+            ),
+            DeltaKind::ReasoningText => (
+                b"event: response.reasoning_text.delta\ndata: {\"type\":\"response.reasoning_text.delta\",\"item_id\":\"",
+                b",\"sequence_number\":",
+            ),
+        };
+        let b = &mut self.buf;
+        let mark = b.len();
+        b.extend_from_slice(head);
+        b.extend_from_slice(item_id.as_bytes());
+        b.extend_from_slice(b"\",\"output_index\":");
+        b.extend_from_slice(itoa::Buffer::new().format(output_index).as_bytes());
+        b.extend_from_slice(b",\"content_index\":0,\"delta\":");
+        if serde_json::to_writer(b.writer(), delta).is_err() {
+            b.truncate(mark);
+            return;
+        }
+        b.extend_from_slice(tail);
+        b.extend_from_slice(itoa::Buffer::new().format(seq).as_bytes());
+        b.extend_from_slice(b"}\n\n");
+        self.send();
+        self.flush_first_delta();
+    }
+
     /// One event carrying the whole Response (`response.created`, `.in_progress`,
     /// `.completed`, `.incomplete`, `.failed`), with `response` already encoded: the bytes
     /// the generic encoder writes for `{type, response, sequence_number}`.
@@ -91,6 +122,13 @@ pub enum Terminal {
     Interrupted,
     /// `{code, message}` for `response.error`.
     Failed { code: String, message: String },
+}
+
+/// The delta events with a fixed-layout fast path.
+#[derive(Debug, Clone, Copy)]
+enum DeltaKind {
+    OutputText,
+    ReasoningText,
 }
 
 /// Emits events for one response.
@@ -228,22 +266,12 @@ impl Emitter {
     /// frame is written straight from a fixed layout (the same JSON the generic encoder
     /// gives), then folded like any event.
     pub fn text_delta(&mut self, output_index: usize, delta: String) {
-        if let Some(sink) = &mut self.sink {
-            let Some(OutputItem::Message { id, .. }) = self.acc.item(output_index) else { return };
-            let b = &mut sink.buf;
-            b.extend_from_slice(b"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"item_id\":\"");
-            b.extend_from_slice(id.as_bytes());
-            b.extend_from_slice(b"\",\"output_index\":");
-            b.extend_from_slice(itoa::Buffer::new().format(output_index).as_bytes());
-            b.extend_from_slice(b",\"content_index\":0,\"delta\":");
-            if serde_json::to_writer(b.writer(), &delta).is_err() {
-                return;
+        if let Some(OutputItem::Message { id, .. }) = self.acc.item(output_index) {
+            if let Some(sink) = &mut self.sink {
+                sink.delta_frame(DeltaKind::OutputText, id, output_index, &delta, self.seq);
             }
-            b.extend_from_slice(b",\"logprobs\":[],\"sequence_number\":");
-            b.extend_from_slice(itoa::Buffer::new().format(self.seq).as_bytes());
-            b.extend_from_slice(b"}\n\n");
-            sink.send();
-            sink.flush_first_delta();
+        } else if self.sink.is_some() {
+            return;
         }
         self.seq += 1;
         self.acc.append_text(output_index, &delta);
@@ -322,13 +350,18 @@ impl Emitter {
         output_index
     }
 
-    /// `response.reasoning_text.delta` for the reasoning item at `output_index`.
+    /// `response.reasoning_text.delta` for the reasoning item at `output_index`: the same
+    /// fixed-layout hot path as [`Emitter::text_delta`] (reasoning runs to thousands of tokens).
     pub fn reasoning_delta(&mut self, output_index: usize, delta: String) {
-        let item_id = self.item_id(output_index);
-        self.emit(EventKind::ReasoningTextDelta { item_id, output_index, content_index: 0, delta });
-        if let Some(sink) = &mut self.sink {
-            sink.flush_first_delta();
+        if let Some(OutputItem::Reasoning { id, .. }) = self.acc.item(output_index) {
+            if let Some(sink) = &mut self.sink {
+                sink.delta_frame(DeltaKind::ReasoningText, id, output_index, &delta, self.seq);
+            }
+        } else if self.sink.is_some() {
+            return;
         }
+        self.seq += 1;
+        self.acc.append_reasoning(output_index, &delta);
     }
 
     /// Closes a reasoning item: `reasoning_text.done`, `content_part.done`,
@@ -602,6 +635,24 @@ mod tests {
     }
 
     /// The hand-written text-delta frame is byte-for-byte the generic encoding.
+    #[test]
+    fn reasoning_delta_fast_path_matches_the_generic_encoder() {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut e = Emitter::new(base(), Some(Sink::new(tx)));
+        e.start();
+        let idx = e.reasoning_start();
+        let delta = "thínk \"q\" \\ \n\u{7}🙂".to_string();
+        e.reasoning_delta(idx, delta.clone());
+        let frames: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok()).filter(|f| !f.is_empty()).collect();
+        let item_id = e.item_id(idx);
+        let kind = EventKind::ReasoningTextDelta { item_id, output_index: idx, content_index: 0, delta: delta.clone() };
+        let json = serde_json::to_string(&Wire { kind: &kind, sequence_number: 4 }).expect("json");
+        assert_eq!(String::from_utf8_lossy(frames.last().expect("frame")), format!("event: response.reasoning_text.delta\ndata: {json}\n\n"));
+        e.reasoning_done(idx, ItemStatus::Completed);
+        let Some(OutputItem::Reasoning { content, .. }) = e.acc.item(idx) else { panic!("reasoning item") };
+        assert_eq!(content, &vec![OutputContent::ReasoningText { text: delta }], "folded like the event");
+    }
+
     #[test]
     fn text_delta_fast_path_matches_the_generic_encoder() {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();

@@ -127,6 +127,29 @@ def test_streamed_turn_is_stored_complete(client, upstream, gateway):
     assert client.responses.retrieve(final.id).output_text == "streamed and stored"
 
 
+def test_retrieve_stream_replays_the_stored_events(client, upstream):
+    """`responses.retrieve(id, stream=True)`: the stored response as its event stream, typed
+    by the SDK and valid (SDK strict, Open Responses, invariants); `starting_after` resumes."""
+    upstream.push({"reasoning_content": ["Hm."], "tool_calls": [{"name": "get_weather", "arguments": '{"city":"Oslo"}'}]})
+    r, body = create(client, model=MODEL, input="Weather in Oslo?", tools=[WEATHER_TOOL])
+    events = list(client.responses.retrieve(r.id, stream=True))
+    dicts = [e.model_dump(mode="json", by_alias=True, exclude_unset=True, warnings=False) for e in events]
+    V.validate_stream(dicts, strict=False)
+    assert [d["sequence_number"] for d in dicts] == list(range(len(dicts)))
+    assert events[-1].type == "response.completed"
+    assert [i.type for i in events[-1].response.output] == ["reasoning", "function_call"]
+    assert events[-1].response.output[1].arguments == '{"city":"Oslo"}'
+    # The raw SSE, validated strictly (the SDK above coerces some types).
+    with client.responses.with_streaming_response.retrieve(r.id, stream=True) as raw:
+        text = raw.http_response.read().decode()
+    decoded, problems = V.sse_json_events(V.parse_sse(text))
+    assert problems == []
+    V.validate_stream(decoded)
+    assert decoded[-1]["response"] == body
+    rest = list(client.responses.retrieve(r.id, stream=True, starting_after=3))
+    assert [e.sequence_number for e in rest] == list(range(4, len(dicts)))
+
+
 def test_conversations(client, upstream):
     conv = client.conversations.create(
         metadata={"topic": "weather"},

@@ -163,9 +163,19 @@ async fn retrieve_returns_what_was_answered(db: Arc<TestDb>) {
     assert_eq!(got, body);
     let (s, got) = h.get(&format!("/v1/responses/{}?stream=false&include[]=file_search_call.results", body["id"].as_str().unwrap())).await;
     assert_eq!((s, &got), (200, &body));
-    let (s, err) = h.get(&format!("/v1/responses/{}?stream=true", body["id"].as_str().unwrap())).await;
-    assert_eq!(s, 400, "a replayed stream is refused, not answered as an empty one: {err}");
-    assert_eq!(error_of(&err)["param"], "stream");
+    // `stream=true` replays the events: a valid stream whose terminal Response is the stored one.
+    let url = format!("{}/v1/responses/{}?stream=true", h.base, body["id"].as_str().unwrap());
+    let raw = h.client.get(&url).send().await.unwrap();
+    assert_eq!(raw.headers()["content-type"], "text/event-stream");
+    let replayed = common::check_stream(&raw.text().await.unwrap());
+    assert_eq!(replayed.terminal_type(), "response.completed");
+    assert_eq!(replayed.response, body);
+    let deltas: String = replayed.of_type("response.output_text.delta").iter().map(|e| e["delta"].as_str().unwrap()).collect();
+    assert_eq!(deltas, "Hello");
+    let rest = h.client.get(format!("{url}&starting_after=3")).send().await.unwrap().text().await.unwrap();
+    assert!(rest.starts_with("event: response.output_text.delta\n") && rest.contains("\"sequence_number\":4}") && !rest.contains("\"sequence_number\":3}"), "{rest}");
+    let (s, err) = h.get(&format!("/v1/responses/{}?stream=true&starting_after=x", body["id"].as_str().unwrap())).await;
+    assert_eq!((s, error_of(&err)["param"].as_str()), (400, Some("starting_after")));
     let (s, missing) = h.get("/v1/responses/resp_missing").await;
     assert_eq!(s, 404);
     assert_eq!(error_of(&missing)["type"], "invalid_request_error");

@@ -111,6 +111,15 @@ struct Wire<'a> {
     sequence_number: u64,
 }
 
+/// One SSE frame, `event: {type}\ndata: {event with sequence_number}\n\n` (contract §8.1),
+/// as the emitter writes it; `None` if the event cannot be encoded (never for gateway events).
+pub fn frame(kind: &EventKind, sequence_number: u64) -> Option<Vec<u8>> {
+    let mut b = format!("event: {}\ndata: ", kind.name()).into_bytes();
+    serde_json::to_writer(&mut b, &Wire { kind, sequence_number }).ok()?;
+    b.extend_from_slice(b"\n\n");
+    Some(b)
+}
+
 /// How a turn ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Terminal {

@@ -6,6 +6,7 @@ pub mod citations;
 pub mod file_citations;
 pub mod emitter;
 pub mod ids;
+pub mod replay;
 pub mod tool_items;
 
 pub use accumulator::Accumulator;

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use axum::extract::{Path, RawQuery, State};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
@@ -12,30 +13,57 @@ use serde_json::json;
 use super::list;
 use super::AppState;
 use crate::error::HttpError;
+use crate::events;
+use crate::store::StoreError;
 
 fn not_found(id: &str) -> HttpError {
     HttpError::not_found(None, format!("No response found with id '{id}'."), "response_not_found")
 }
 
 /// `GET /v1/responses/{id}`: the stored Response, whole (query `include[]` is accepted).
-/// `stream=true` (a replay of the events) → 400 `unsupported_parameter`, param `stream`:
-/// without it, a client asking for a stream would read an empty one.
+/// With `stream=true`, the event stream that produced it as SSE (`events::replay`), after
+/// `starting_after` (a `sequence_number`) when given; a bad `starting_after` → 400.
 pub async fn get(State(state): State<Arc<AppState>>, Path(id): Path<String>, RawQuery(query): RawQuery) -> Response {
-    let wants_stream = url::form_urlencoded::parse(query.as_deref().unwrap_or("").as_bytes())
-        .any(|(k, v)| k == "stream" && v.eq_ignore_ascii_case("true"));
-    if wants_stream {
-        return HttpError::bad_request(
-            Some("stream".to_string()),
-            "Replaying a stored response as a stream is not supported by this gateway; retrieve it without 'stream'.",
-        )
-        .with_code("unsupported_parameter")
-        .into_response();
+    let mut stream = false;
+    let mut after: Option<u64> = None;
+    for (k, v) in url::form_urlencoded::parse(query.as_deref().unwrap_or("").as_bytes()) {
+        match k.as_ref() {
+            "stream" => stream = v.eq_ignore_ascii_case("true"),
+            "starting_after" => match v.parse() {
+                Ok(n) => after = Some(n),
+                Err(_) => {
+                    return HttpError::bad_request(Some("starting_after".to_string()), "starting_after must be a sequence number (an integer >= 0).")
+                        .with_code("invalid_value")
+                        .into_response()
+                }
+            },
+            _ => {}
+        }
     }
     match state.store.response(&id).await {
+        Ok(Some(r)) if stream => replay(&id, r, after),
         Ok(Some(r)) => Json(r).into_response(),
         Ok(None) => not_found(&id).into_response(),
         Err(e) => HttpError::from(e).into_response(),
     }
+}
+
+/// The stored Response's events as one SSE body (the response is finished: nothing to wait for).
+fn replay(id: &str, stored: serde_json::Value, after: Option<u64>) -> Response {
+    let Ok(stored) = serde_json::from_value::<protocol::Response>(stored) else {
+        tracing::error!(id, "a stored response does not parse as a Response");
+        return HttpError::from(StoreError::Corrupt { what: "response", id: id.to_string() }).into_response();
+    };
+    let mut body = Vec::new();
+    for (seq, kind) in (0u64..).zip(events::replay::events(&stored)) {
+        if after.is_some_and(|a| seq <= a) {
+            continue;
+        }
+        if let Some(frame) = events::emitter::frame(&kind, seq) {
+            body.extend_from_slice(&frame);
+        }
+    }
+    ([(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")], body).into_response()
 }
 
 /// `DELETE /v1/responses/{id}`: the response can no longer be retrieved or continued.

@@ -1,0 +1,213 @@
+//! A stored Response as the event stream that would have produced it (contract §8.4), for
+//! `GET /v1/responses/{id}?stream=true`: `response.created`, `response.in_progress`, each
+//! output item in its live shape (added, its sub-events with the whole text as one delta,
+//! done), then the terminal event. The fold of these events is the stored Response.
+
+use protocol::events::{ErrorEventDetail, EventKind};
+use protocol::output::{ItemStatus, OutputContent, OutputItem};
+use protocol::{Response, ResponseStatus};
+
+/// The events, `sequence_number` = position. A failed Response gets the `error` event
+/// (`response.error.code`, `.message`) before `response.failed`.
+pub fn events(stored: &Response) -> Vec<EventKind> {
+    let mut base = stored.clone();
+    base.status = ResponseStatus::InProgress;
+    base.output = Vec::new();
+    base.usage = None;
+    base.completed_at = None;
+    base.error = None;
+    base.incomplete_details = None;
+    let mut out = vec![EventKind::Created { response: Box::new(base.clone()) }, EventKind::InProgress { response: Box::new(base) }];
+    for (output_index, item) in stored.output.iter().enumerate() {
+        item_events(output_index, item, &mut out);
+    }
+    let response = Box::new(stored.clone());
+    let terminal = match stored.status {
+        ResponseStatus::Incomplete => EventKind::Incomplete { response },
+        ResponseStatus::Failed | ResponseStatus::Cancelled => {
+            let (code, message) = stored.error.as_ref().map_or(("server_error", ""), |e| (e.code.as_str(), e.message.as_str()));
+            out.push(EventKind::Error {
+                code: Some(code.to_string()),
+                message: message.to_string(),
+                param: None,
+                error: ErrorEventDetail { kind: "server_error".into(), code: Some(code.to_string()), message: message.to_string(), param: None },
+            });
+            EventKind::Failed { response }
+        }
+        _ => EventKind::Completed { response },
+    };
+    out.push(terminal);
+    out
+}
+
+/// One item: `output_item.added` in its in-progress shape, its sub-events, `output_item.done`.
+fn item_events(output_index: usize, item: &OutputItem, out: &mut Vec<EventKind>) {
+    let added = match item {
+        OutputItem::Message { id, role, content, .. } => {
+            out.push(EventKind::OutputItemAdded {
+                output_index,
+                item: OutputItem::Message { id: id.clone(), role: role.clone(), status: ItemStatus::InProgress, content: Vec::new(), phase: None },
+            });
+            for (content_index, part) in content.iter().enumerate() {
+                part_events(id, output_index, content_index, part, out);
+            }
+            true
+        }
+        OutputItem::Reasoning { id, summary, content, .. } => {
+            out.push(EventKind::OutputItemAdded {
+                output_index,
+                item: OutputItem::Reasoning { id: id.clone(), summary: summary.clone(), content: Vec::new(), status: ItemStatus::InProgress },
+            });
+            for (content_index, part) in content.iter().enumerate() {
+                part_events(id, output_index, content_index, part, out);
+            }
+            true
+        }
+        OutputItem::FunctionCall { id, call_id, name, arguments, namespace, .. } => {
+            out.push(EventKind::OutputItemAdded {
+                output_index,
+                item: OutputItem::FunctionCall {
+                    id: id.clone(),
+                    call_id: call_id.clone(),
+                    name: name.clone(),
+                    arguments: String::new(),
+                    status: ItemStatus::InProgress,
+                    namespace: namespace.clone(),
+                },
+            });
+            if !arguments.is_empty() {
+                out.push(EventKind::FunctionCallArgumentsDelta { item_id: id.clone(), output_index, delta: arguments.clone() });
+            }
+            out.push(EventKind::FunctionCallArgumentsDone { item_id: id.clone(), output_index, name: name.clone(), arguments: arguments.clone() });
+            true
+        }
+        OutputItem::CustomToolCall { id, call_id, name, input, namespace, .. } => {
+            out.push(EventKind::OutputItemAdded {
+                output_index,
+                item: OutputItem::CustomToolCall {
+                    id: id.clone(),
+                    call_id: call_id.clone(),
+                    name: name.clone(),
+                    input: String::new(),
+                    status: ItemStatus::InProgress,
+                    namespace: namespace.clone(),
+                },
+            });
+            if !input.is_empty() {
+                out.push(EventKind::CustomToolCallInputDelta { item_id: id.clone(), output_index, delta: input.clone() });
+            }
+            out.push(EventKind::CustomToolCallInputDone { item_id: id.clone(), output_index, input: input.clone() });
+            true
+        }
+        OutputItem::WebSearchCall { id, .. } => {
+            out.push(EventKind::OutputItemAdded {
+                output_index,
+                item: OutputItem::WebSearchCall { id: id.clone(), status: ItemStatus::InProgress, action: None },
+            });
+            let item_id = id.clone();
+            out.push(EventKind::WebSearchInProgress { item_id: item_id.clone(), output_index });
+            out.push(EventKind::WebSearchSearching { item_id: item_id.clone(), output_index });
+            out.push(EventKind::WebSearchCompleted { item_id, output_index });
+            true
+        }
+        OutputItem::FileSearchCall { id, .. } => {
+            out.push(EventKind::OutputItemAdded {
+                output_index,
+                item: OutputItem::FileSearchCall { id: id.clone(), status: ItemStatus::InProgress, queries: Vec::new(), results: None },
+            });
+            let item_id = id.clone();
+            out.push(EventKind::FileSearchInProgress { item_id: item_id.clone(), output_index });
+            out.push(EventKind::FileSearchSearching { item_id: item_id.clone(), output_index });
+            out.push(EventKind::FileSearchCompleted { item_id, output_index });
+            true
+        }
+        // Tool outputs are added already done, as the live stream adds them.
+        OutputItem::CustomToolCallOutput { .. } | OutputItem::FunctionCallOutput { .. } => false,
+    };
+    if !added {
+        out.push(EventKind::OutputItemAdded { output_index, item: item.clone() });
+    }
+    out.push(EventKind::OutputItemDone { output_index, item: item.clone() });
+}
+
+/// One content part: `content_part.added` (empty), the whole text as one delta (with the
+/// part's annotations), the text's `.done`, `content_part.done`.
+fn part_events(item_id: &str, output_index: usize, content_index: usize, part: &OutputContent, out: &mut Vec<EventKind>) {
+    let item_id = item_id.to_string();
+    let empty = match part {
+        OutputContent::OutputText { .. } => OutputContent::OutputText { annotations: Vec::new(), logprobs: Vec::new(), text: String::new() },
+        OutputContent::Refusal { .. } => OutputContent::Refusal { refusal: String::new() },
+        OutputContent::ReasoningText { .. } => OutputContent::ReasoningText { text: String::new() },
+    };
+    out.push(EventKind::ContentPartAdded { item_id: item_id.clone(), output_index, content_index, part: empty });
+    match part {
+        OutputContent::OutputText { text, annotations, .. } => {
+            if !text.is_empty() {
+                out.push(EventKind::OutputTextDelta { item_id: item_id.clone(), output_index, content_index, delta: text.clone(), logprobs: Vec::new() });
+            }
+            for (annotation_index, annotation) in annotations.iter().enumerate() {
+                out.push(EventKind::AnnotationAdded {
+                    item_id: item_id.clone(),
+                    output_index,
+                    content_index,
+                    annotation_index,
+                    annotation: annotation.clone(),
+                });
+            }
+            out.push(EventKind::OutputTextDone { item_id: item_id.clone(), output_index, content_index, text: text.clone(), logprobs: Vec::new() });
+        }
+        OutputContent::ReasoningText { text } => {
+            if !text.is_empty() {
+                out.push(EventKind::ReasoningTextDelta { item_id: item_id.clone(), output_index, content_index, delta: text.clone() });
+            }
+            out.push(EventKind::ReasoningTextDone { item_id: item_id.clone(), output_index, content_index, text: text.clone() });
+        }
+        OutputContent::Refusal { .. } => {}
+    }
+    out.push(EventKind::ContentPartDone { item_id, output_index, content_index, part: part.clone() });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::Accumulator;
+
+    /// The fold of the replayed events is the stored Response, for every item kind.
+    #[test]
+    fn the_fold_of_the_replay_is_the_stored_response() {
+        let stored: Response = serde_json::from_value(serde_json::json!({
+            "id": "resp_1", "object": "response", "created_at": 1, "status": "completed", "background": false,
+            "completed_at": 2, "error": null, "incomplete_details": null, "instructions": null,
+            "max_output_tokens": null, "max_tool_calls": null, "model": "m",
+            "output": [
+                {"type": "reasoning", "id": "rs_1", "summary": [], "content": [{"type": "reasoning_text", "text": "think"}], "status": "completed"},
+                {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search", "query": "q", "queries": ["q"]}},
+                {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed", "phase": "final_answer",
+                 "content": [{"type": "output_text", "text": "See https://a.example", "logprobs": [],
+                              "annotations": [{"type": "url_citation", "start_index": 4, "end_index": 21, "title": "A", "url": "https://a.example"}]}]},
+                {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f", "arguments": "{}", "status": "completed"},
+                {"type": "custom_tool_call_output", "id": "ctco_1", "call_id": "call_2", "output": "x", "status": "completed"}
+            ],
+            "parallel_tool_calls": true, "previous_response_id": null, "prompt_cache_key": null,
+            "prompt_cache_retention": null, "reasoning": {"effort": null, "summary": null}, "safety_identifier": null,
+            "service_tier": "default", "store": true, "temperature": 1.0, "text": {"format": {"type": "text"}, "verbosity": "medium"},
+            "tool_choice": "auto", "tools": [], "top_logprobs": 0, "top_p": 1.0, "truncation": "disabled",
+            "usage": {"input_tokens": 1, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0}, "output_tokens": 1,
+                      "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 2},
+            "user": null, "metadata": {}, "frequency_penalty": 0.0, "presence_penalty": 0.0
+        }))
+        .expect("a stored response");
+        let events = events(&stored);
+        let mut acc = Accumulator::new(Response::default());
+        let mut folded_before_terminal = None;
+        for (i, e) in events.into_iter().enumerate() {
+            if e.is_terminal() {
+                folded_before_terminal = Some((i, acc.response.output.clone()));
+            }
+            acc.fold(e);
+        }
+        let (_, output) = folded_before_terminal.expect("a terminal event");
+        assert_eq!(output, stored.output, "the items fold to the stored ones before the terminal event");
+        assert_eq!(acc.response, stored);
+    }
+}

@@ -69,6 +69,8 @@ async fn sampling_and_format_are_passed_on_and_echoed() {
     let (status, body) = h.post(json!({"model":"m","input":"x","reasoning":{"effort":"ultra"}})).await;
     assert_eq!(status, 400, "{body}");
     assert_eq!(error_of(&body)["param"], "reasoning.effort");
+    let (status, body) = h.post(json!({"model":"m","input":"x","reasoning":{"summary":"bogus"}})).await;
+    assert_eq!((status, error_of(&body)["param"].as_str()), (400, Some("reasoning.summary")), "{body}");
     h.upstream.push(Script::text(&["ok"]));
     let (status, _) = h.post(json!({"model":"m","input":"x","reasoning":{"effort":null}})).await;
     assert_eq!(status, 200);

@@ -172,9 +172,9 @@ async fn retrieve_returns_what_was_answered(db: Arc<TestDb>) {
     assert_eq!(replayed.response, body);
     let deltas: String = replayed.of_type("response.output_text.delta").iter().map(|e| e["delta"].as_str().unwrap()).collect();
     assert_eq!(deltas, "Hello");
-    let rest = h.client.get(format!("{url}&starting_after=3")).send().await.unwrap().text().await.unwrap();
-    assert!(rest.starts_with("event: response.output_text.delta\n") && rest.contains("\"sequence_number\":4}") && !rest.contains("\"sequence_number\":3}"), "{rest}");
-    let (s, err) = h.get(&format!("/v1/responses/{}?stream=true&starting_after=x", body["id"].as_str().unwrap())).await;
+    // The replay is numbered anew (one delta per text): resuming by a live sequence number
+    // would skip events, so `starting_after` is refused.
+    let (s, err) = h.get(&format!("/v1/responses/{}?stream=true&starting_after=3", body["id"].as_str().unwrap())).await;
     assert_eq!((s, error_of(&err)["param"].as_str()), (400, Some("starting_after")));
     let (s, missing) = h.get("/v1/responses/resp_missing").await;
     assert_eq!(s, 404);

@@ -1,7 +1,10 @@
 //! A stored Response as the event stream that would have produced it (contract §8.4), for
 //! `GET /v1/responses/{id}?stream=true`: `response.created`, `response.in_progress`, each
 //! output item in its live shape (added, its sub-events with the whole text as one delta,
-//! done), then the terminal event. The fold of these events is the stored Response.
+//! done), then the terminal event. The fold of these events is the stored Response. It is
+//! a reconstruction, not the original stream: texts come as one delta each (so the
+//! numbering differs), progress messages were never stored, and a failed Response's `error`
+//! event carries `response.error.code` (`server_error`), not the live event's code.
 
 use protocol::events::{ErrorEventDetail, EventKind};
 use protocol::output::{ItemStatus, OutputContent, OutputItem};

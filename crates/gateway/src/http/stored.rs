@@ -21,27 +21,27 @@ fn not_found(id: &str) -> HttpError {
 }
 
 /// `GET /v1/responses/{id}`: the stored Response, whole (query `include[]` is accepted).
-/// With `stream=true`, the event stream that produced it as SSE (`events::replay`), after
-/// `starting_after` (a `sequence_number`) when given; a bad `starting_after` → 400.
+/// With `stream=true`, an event stream that produces it, as SSE (`events::replay`).
+/// `starting_after` → 400 `unsupported_parameter`: the live events are not stored, so the
+/// replay's numbering is not the original stream's and resuming by it would skip events.
 pub async fn get(State(state): State<Arc<AppState>>, Path(id): Path<String>, RawQuery(query): RawQuery) -> Response {
     let mut stream = false;
-    let mut after: Option<u64> = None;
     for (k, v) in url::form_urlencoded::parse(query.as_deref().unwrap_or("").as_bytes()) {
         match k.as_ref() {
             "stream" => stream = v.eq_ignore_ascii_case("true"),
-            "starting_after" => match v.parse() {
-                Ok(n) => after = Some(n),
-                Err(_) => {
-                    return HttpError::bad_request(Some("starting_after".to_string()), "starting_after must be a sequence number (an integer >= 0).")
-                        .with_code("invalid_value")
-                        .into_response()
-                }
-            },
+            "starting_after" => {
+                return HttpError::bad_request(
+                    Some("starting_after".to_string()),
+                    "starting_after is not supported: this gateway does not keep the events of a stream, and a replay is numbered anew.",
+                )
+                .with_code("unsupported_parameter")
+                .into_response()
+            }
             _ => {}
         }
     }
     match state.store.response(&id).await {
-        Ok(Some(r)) if stream => replay(&id, r, after),
+        Ok(Some(r)) if stream => replay(&id, r),
         Ok(Some(r)) => Json(r).into_response(),
         Ok(None) => not_found(&id).into_response(),
         Err(e) => HttpError::from(e).into_response(),
@@ -49,16 +49,13 @@ pub async fn get(State(state): State<Arc<AppState>>, Path(id): Path<String>, Raw
 }
 
 /// The stored Response's events as one SSE body (the response is finished: nothing to wait for).
-fn replay(id: &str, stored: serde_json::Value, after: Option<u64>) -> Response {
+fn replay(id: &str, stored: serde_json::Value) -> Response {
     let Ok(stored) = serde_json::from_value::<protocol::Response>(stored) else {
         tracing::error!(id, "a stored response does not parse as a Response");
         return HttpError::from(StoreError::Corrupt { what: "response", id: id.to_string() }).into_response();
     };
     let mut body = Vec::new();
     for (seq, kind) in (0u64..).zip(events::replay::events(&stored)) {
-        if after.is_some_and(|a| seq <= a) {
-            continue;
-        }
         if let Some(frame) = events::emitter::frame(&kind, seq) {
             body.extend_from_slice(&frame);
         }

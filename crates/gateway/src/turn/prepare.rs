@@ -273,24 +273,29 @@ fn text_config(req: &CreateResponse) -> Result<TextConfig, HttpError> {
 
 /// `reasoning.effort` values (contract §1).
 const REASONING_EFFORTS: &[&str] = &["none", "minimal", "low", "medium", "high", "xhigh", "max"];
+/// `reasoning.summary` values (contract §1).
+const REASONING_SUMMARIES: &[&str] = &["auto", "concise", "detailed"];
 
 /// `reasoning.effort`, passed on as Chat Completions `reasoning_effort`; `null` or absent
-/// → none. Another value or shape → 400 naming `reasoning.effort` or `reasoning`.
+/// → none. `reasoning.summary` is checked (a chat upstream writes no summaries). Another
+/// value or shape → 400 naming `reasoning.effort`, `reasoning.summary` or `reasoning`.
 fn reasoning_effort(reasoning: Option<&Value>) -> Result<Option<String>, HttpError> {
-    let effort = match reasoning {
+    let r = match reasoning {
         None | Some(Value::Null) => return Ok(None),
-        Some(Value::Object(r)) => r.get("effort"),
+        Some(Value::Object(r)) => r,
         Some(_) => return Err(bad("reasoning", "Invalid type for 'reasoning': expected an object.", "invalid_type")),
     };
-    match effort {
+    let pick = |key: &str, allowed: &[&str]| match r.get(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::String(e)) if REASONING_EFFORTS.contains(&e.as_str()) => Ok(Some(e.clone())),
+        Some(Value::String(v)) if allowed.contains(&v.as_str()) => Ok(Some(v.clone())),
         Some(other) => Err(bad(
-            "reasoning.effort",
-            format!("Invalid value: {other}. Supported values are: {}.", REASONING_EFFORTS.join(", ")),
+            &format!("reasoning.{key}"),
+            format!("Invalid value: {other}. Supported values are: {}.", allowed.join(", ")),
             "invalid_value",
         )),
-    }
+    };
+    pick("summary", REASONING_SUMMARIES)?;
+    pick("effort", REASONING_EFFORTS)
 }
 
 fn check_ranges(req: &CreateResponse) -> Result<(), HttpError> {

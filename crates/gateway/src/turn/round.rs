@@ -1,6 +1,8 @@
 //! One upstream round as it streams: reasoning, text and client-owned call deltas go
 //! straight to the emitter; gateway-owned and unknown calls are collected for the end of
-//! the round. Reasoning is its own `reasoning` item, closed when text or a call begins.
+//! the round. Reasoning is its own `reasoning` item, closed when text or a call begins;
+//! reasoning that resumes after text closes that message first (as `commentary`: the model
+//! went on working after it), so items follow one another as the model wrote them.
 
 use protocol::output::{ItemStatus, Phase};
 use protocol::response::Usage;
@@ -32,6 +34,8 @@ pub struct Round {
     pub reasoning: Option<usize>,
     /// The assistant message of this round, once visible text arrived.
     pub message: Option<usize>,
+    /// The text of this round's messages closed early (reasoning resumed after them).
+    earlier_text: String,
     /// Whitespace that came before any visible text (servers send `"\n\n"` after the
     /// reasoning): it starts no message; it opens the answer if visible text follows.
     leading_space: String,
@@ -44,9 +48,14 @@ pub struct Round {
 impl Round {
     /// Applies one upstream event. `files` are the turn's file-search chunks: with file
     /// search declared, citation markers leave the text and become `file_citation`s.
-    pub fn on_event(&mut self, ev: UpstreamEvent, tools: &ToolSet, emitter: &mut Emitter, usage: &mut Usage, files: &FileSources) {
+    /// `sources` are this turn's search sources (for a message closed early).
+    pub fn on_event(&mut self, ev: UpstreamEvent, tools: &ToolSet, emitter: &mut Emitter, usage: &mut Usage, files: &FileSources, sources: &[Source]) {
         match ev {
             UpstreamEvent::Reasoning(delta) => {
+                if self.message.is_some() {
+                    let text = self.close_open_message(emitter, Phase::Commentary, ItemStatus::Completed, sources);
+                    self.earlier_text.push_str(&text);
+                }
                 let idx = match self.reasoning {
                     Some(i) => i,
                     None => {
@@ -153,6 +162,16 @@ impl Round {
     pub fn close_message(&mut self, emitter: &mut Emitter, status: ItemStatus, sources: &[Source]) -> String {
         self.close_reasoning(emitter, status);
         let phase = if self.calls.is_empty() { Phase::FinalAnswer } else { Phase::Commentary };
+        let text = self.close_open_message(emitter, phase, status, sources);
+        if self.earlier_text.is_empty() {
+            text
+        } else {
+            std::mem::take(&mut self.earlier_text) + &text
+        }
+    }
+
+    /// Closes the open message (if any) with `phase` and `status`; returns its text.
+    fn close_open_message(&mut self, emitter: &mut Emitter, phase: Phase, status: ItemStatus, sources: &[Source]) -> String {
         match self.message.take() {
             Some(idx) => {
                 if let Some(mut filter) = self.markers.take() {
@@ -211,5 +230,65 @@ impl PendingCall {
             None => piece,
         };
         emitter.call_delta(idx, delta);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::output::OutputItem;
+    use protocol::Response;
+
+    /// Reasoning that resumes after text closes that message (commentary) first: the items
+    /// follow one another as the model wrote them, and the round's text is all of it.
+    #[test]
+    fn resumed_reasoning_closes_the_message_before_it() {
+        let mut emitter = Emitter::new(Response::default(), None);
+        let (tools, files, mut usage, mut round) = (ToolSet::default(), FileSources::default(), Usage::default(), Round::default());
+        for ev in [
+            UpstreamEvent::Reasoning("r1".into()),
+            UpstreamEvent::Text("t1".into()),
+            UpstreamEvent::Reasoning("r2".into()),
+            UpstreamEvent::Text("\n".into()),
+            UpstreamEvent::Text("t2".into()),
+            UpstreamEvent::Finish(FinishReason::Stop),
+        ] {
+            round.on_event(ev, &tools, &mut emitter, &mut usage, &files, &[]);
+        }
+        assert_eq!(round.close_message(&mut emitter, ItemStatus::Completed, &[]), "t1\nt2");
+        let kinds: Vec<(String, Option<Phase>)> = emitter
+            .response()
+            .output
+            .iter()
+            .map(|i| match i {
+                OutputItem::Reasoning { .. } => (format!("reasoning {}", emitter_text(i)), None),
+                OutputItem::Message { phase, .. } => (format!("message {}", emitter_text(i)), *phase),
+                other => (format!("{other:?}"), None),
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("reasoning r1".to_string(), None),
+                ("message t1".to_string(), Some(Phase::Commentary)),
+                ("reasoning r2".to_string(), None),
+                ("message \nt2".to_string(), Some(Phase::FinalAnswer)),
+            ]
+        );
+    }
+
+    fn emitter_text(item: &OutputItem) -> String {
+        use protocol::output::OutputContent;
+        let parts = match item {
+            OutputItem::Reasoning { content, .. } | OutputItem::Message { content, .. } => content,
+            _ => return String::new(),
+        };
+        parts
+            .iter()
+            .map(|p| match p {
+                OutputContent::OutputText { text, .. } | OutputContent::ReasoningText { text } => text.as_str(),
+                OutputContent::Refusal { refusal } => refusal.as_str(),
+            })
+            .collect()
     }
 }

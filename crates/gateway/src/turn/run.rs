@@ -100,7 +100,7 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
                     match stream.next().await {
                         None => break None,
                         Some(Err(e)) => break Some(e),
-                        Some(Ok(ev)) => round.on_event(ev, offered, emitter, &mut usage, &files),
+                        Some(Ok(ev)) => round.on_event(ev, offered, emitter, &mut usage, &files, &sources),
                     }
                 },
             }

@@ -49,8 +49,13 @@ async fn upstream_rejection_has_one_code_streamed_or_not() {
     assert_failed_stream(&s);
     let err = s.of_type("error");
     assert_eq!(err[0]["code"], "upstream_rejected_request");
+    assert_eq!(err[0]["error"]["type"], "invalid_request_error", "the type a non-streamed body has");
     assert!(err[0]["message"].as_str().unwrap().contains("context too long"), "{}", err[0]);
     assert_eq!(s.response["error"]["code"], "server_error", "one of the SDK's fixed codes");
+    h.upstream.push(Script::http_error(429, r#"{"error":{"message":"slow down"}}"#));
+    let s = h.stream(json!({"model":"m","input":"x"})).await;
+    assert_eq!(s.of_type("error")[0]["error"]["type"], "rate_limit_error");
+    assert_eq!(s.response["error"]["code"], "rate_limit_exceeded", "an SDK code: kept on response.error");
     h.upstream.push(Script::http_error(503, "model is loading"));
     let (status, body) = h.post(json!({"model":"m","input":"x"})).await;
     assert_eq!(status, 502);

@@ -475,14 +475,20 @@ impl Emitter {
         output_index
     }
 
-    /// The `error` event: flat fields plus the nested object (contract §8.3 #7).
+    /// The `error` event: flat fields plus the nested object (contract §8.3 #7), whose
+    /// `type` is the one a non-streamed body with the same code has.
     pub fn error_event(&mut self, code: &str, message: &str) {
+        let kind = match code {
+            "upstream_rejected_request" => "invalid_request_error",
+            "rate_limit_exceeded" => "rate_limit_error",
+            _ => "server_error",
+        };
         self.emit(EventKind::Error {
             code: Some(code.to_string()),
             message: message.to_string(),
             param: None,
             error: ErrorEventDetail {
-                kind: "server_error".into(),
+                kind: kind.into(),
                 code: Some(code.to_string()),
                 message: message.to_string(),
                 param: None,
@@ -511,12 +517,14 @@ impl Emitter {
                 r.incomplete_details = Some(IncompleteDetails { reason });
                 "response.incomplete"
             }
-            Terminal::Failed { message, .. } => {
+            Terminal::Failed { code, message } => {
                 // The specific code is on the `error` event; `response.error.code` must be
-                // one of the SDK's fixed codes. Usage is null on a failed response (contract §8.4 g).
+                // one of the SDK's fixed codes (`rate_limit_exceeded` is one, else
+                // `server_error`). Usage is null on a failed response (contract §8.4 g).
                 r.status = ResponseStatus::Failed;
                 r.usage = None;
-                r.error = Some(ResponseError { code: "server_error".into(), message });
+                let code = if code == "rate_limit_exceeded" { code } else { "server_error".into() };
+                r.error = Some(ResponseError { code, message });
                 "response.failed"
             }
         };

@@ -386,8 +386,9 @@ async fn search_context_size_limits_results_and_snippets() {
         assert_eq!(snips.len(), count, "{decl}: {out}");
         for (i, sn) in snips.iter().enumerate() {
             let full = format!("R{i:02}:{}", "é".repeat(1000));
-            let kept: String = full.chars().take(chars).collect();
+            let kept: String = full.chars().take(chars - 1).collect();
             assert_eq!(sn.trim_end_matches('…'), kept, "{decl}: snippet {i} cut to {chars} characters");
+            assert_eq!(sn.chars().count(), chars, "{decl}: the ellipsis is within the limit");
         }
         assert_eq!(searches(&body)[0]["action"]["sources"].as_array().unwrap().len(), count, "{decl}");
     }

@@ -55,7 +55,7 @@ pub trait SearchBackend: Send + Sync + Debug {
 }
 
 /// Results and snippet length for `search_context_size` low/medium/high: 3/5/10 results,
-/// 200/400/800 characters.
+/// 200/400/800 characters (a cut snippet ends in `…`, within the limit).
 pub fn context_limits(size: &str) -> (usize, usize) {
     match size {
         "low" => (3, 200),
@@ -123,7 +123,7 @@ pub fn refine(hits: Vec<SearchHit>, req: &SearchRequest) -> Vec<SearchHit> {
             continue;
         }
         if h.snippet.chars().count() > snippet_chars {
-            h.snippet = h.snippet.chars().take(snippet_chars).collect::<String>() + "…";
+            h.snippet = h.snippet.chars().take(snippet_chars.saturating_sub(1)).collect::<String>() + "…";
         }
         h.title = h.title.chars().take(200).collect();
         out.push(h);

@@ -48,12 +48,13 @@ pub async fn create(State(state): State<Arc<AppState>>, body: Result<Bytes, Byte
         return answer(turn::run(prepared, &state.upstream, &mut emitter, state.limits).await);
     };
     // A stored turn runs in its own task: a client that goes away does not cancel it.
-    let task = state.turns.clone().spawn(async move {
+    // Boxed before spawning: the task moves a pointer, not the turn's state.
+    let task = state.turns.clone().spawn(Box::pin(async move {
         let mut emitter = Emitter::new(std::mem::take(&mut prepared.base), None);
         let mut outcome = turn::run(prepared, &state.upstream, &mut emitter, state.limits).await;
         let transcript = std::mem::take(&mut outcome.transcript);
         persist::commit(plan, &outcome.response, transcript).await.map(|()| outcome)
-    });
+    }));
     match task.await {
         Ok(Ok(outcome)) => answer(outcome),
         Ok(Err(e)) => commit_failed(&e).into_response(),
@@ -113,7 +114,7 @@ fn stream(state: Arc<AppState>, mut prepared: Prepared) -> Response {
     // leave in one write.
     let mut emitter = Emitter::new(std::mem::take(&mut prepared.base), Some(Sink::new(tx)));
     emitter.start();
-    let task = state.turns.clone().spawn(async move {
+    let task = state.turns.clone().spawn(Box::pin(async move {
         if plan.is_some() {
             // Commit first, then send the terminal event (or response.failed).
             emitter.hold_terminal();
@@ -128,7 +129,7 @@ fn stream(state: Arc<AppState>, mut prepared: Prepared) -> Response {
                 }
             }
         }
-    });
+    }));
     // Nothing to store → a disconnect cancels the turn (and so the upstream request);
     // a stored turn (store:true or a conversation) runs to its end and is committed.
     let cancel = if persisted { None } else { Some(task.abort_handle()) };

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Instructions per request of the gateway, counted by valgrind's callgrind: a figure that,
+# unlike CPU time, does not move with the machine's speed or load (same binary, same inputs,
+# same count). See bench/README.md.
+#
+#   bench/instructions.sh [--no-build] [--requests N] [SCENARIO ...]
+#
+# Scenarios: tool (one client-owned function tool, not streamed, store:false), stream
+# (64-token streamed answer, store:false), tool-stored, stream-stored (store: true).
+# Each runs the gateway under callgrind twice, with 20 and 20+N requests (default N=400;
+# the load generator's warm-up runs in both), and prints (total2 - total1) / N: startup,
+# warm-up and shutdown cancel out. Needs valgrind (Debian package `valgrind`).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BIN="$ROOT/target/release"
+BUILD=1
+REQUESTS=400
+ONLY=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --no-build) BUILD=0 ;;
+        --requests) REQUESTS="$2"; shift ;;
+        -h|--help) sed -n 2,12p "$0"; exit 0 ;;
+        -*) echo "unknown flag: $1" >&2; exit 2 ;;
+        *) ONLY+=("$1") ;;
+    esac
+    shift
+done
+[ "${#ONLY[@]}" -gt 0 ] || ONLY=(tool stream tool-stored stream-stored)
+command -v valgrind > /dev/null || { echo "valgrind is required (apt-get install valgrind)" >&2; exit 1; }
+
+if [ "$BUILD" = 1 ]; then
+    (cd "$ROOT" && cargo build --release -p responses-gateway -p scripted-upstream -p loadgen)
+fi
+
+TMP="$(mktemp -d)"
+PIDS=()
+cleanup() {
+    local pid
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+# Waits until FILE has a line matching REGEX and prints its first capture group.
+await_line() {
+    local file="$1" regex="$2" line i
+    for ((i = 0; i < 1200; i++)); do
+        if [ -s "$file" ]; then
+            while IFS= read -r line; do
+                if [[ "$line" =~ $regex ]]; then echo "${BASH_REMATCH[1]}"; return 0; fi
+            done < "$file"
+        fi
+        sleep 0.1
+    done
+    echo "no line matching $regex in $file:" >&2; cat "$file" >&2
+    return 1
+}
+
+"$BIN/scripted-upstream" --listen 127.0.0.1:0 --default-tokens 64 --token-delay-ms 0 --no-record > "$TMP/upstream.out" 2>&1 &
+PIDS+=($!)
+UPSTREAM="$(await_line "$TMP/upstream.out" '^LISTENING (http://[^ ]+)')"
+
+TOOLS='"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]'
+SCRIPT='{"tool_calls":[{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}]}'
+
+# total_instructions SCENARIO N: runs N requests through a gateway under callgrind and
+# prints the program's total instruction count.
+total_instructions() {
+    local scenario="$1" n="$2" body args=() out="$TMP/cg.$1.$2.out" log="$TMP/gateway.$1.$2.log"
+    case "$scenario" in
+        tool) body="{\"model\":\"m\",\"input\":\"hi\",\"store\":false,$TOOLS}"; args=(--tool --push-script "$SCRIPT") ;;
+        tool-stored) body="{\"model\":\"m\",\"input\":\"hi\",$TOOLS}"; args=(--tool --push-script "$SCRIPT") ;;
+        stream) body='{"model":"m","input":"hi","stream":true,"store":false}'; args=(--stream --expect-deltas 64) ;;
+        stream-stored) body='{"model":"m","input":"hi","stream":true}'; args=(--stream --expect-deltas 64) ;;
+        *) echo "unknown scenario: $scenario" >&2; exit 2 ;;
+    esac
+    echo "$body" > "$TMP/body.json"
+    valgrind --tool=callgrind --callgrind-out-file="$out" "$BIN/responses-gateway" serve \
+        --upstream-url "$UPSTREAM/v1" --listen 127.0.0.1:0 --data-dir "$TMP/data-$scenario-$n" > "$log" 2>&1 &
+    local pid=$!
+    PIDS+=("$pid")
+    local gateway
+    gateway="http://$(await_line "$log" 'listening on http://([0-9.]+:[0-9]+)')"
+    "$BIN/loadgen" wait "$gateway/healthz"
+    "$BIN/loadgen" run --scenario "$scenario" --target gateway --base-url "$gateway/v1" --control-url "$UPSTREAM" \
+        --body-file "$TMP/body.json" --concurrency 1 --requests "$n" "${args[@]}" > /dev/null
+    kill -INT "$pid"
+    wait "$pid" 2>/dev/null || true
+    # callgrind writes `totals: N` (or `summary: N`) into its output file.
+    sed -n 's/^\(totals\|summary\): *\([0-9]*\).*/\2/p' "$out" | head -n 1
+}
+
+printf '%-14s %14s\n' scenario "instr/request"
+for s in "${ONLY[@]}"; do
+    low="$(total_instructions "$s" 20)"
+    high="$(total_instructions "$s" $((20 + REQUESTS)))"
+    printf '%-14s %14d\n' "$s" $(((high - low) / REQUESTS))
+done

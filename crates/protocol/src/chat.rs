@@ -39,8 +39,10 @@ pub struct ChatFunctionCall {
 /// `logprobs`, …) are skipped.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct ChatChunk<'a> {
-    #[serde(default, borrow)]
-    pub choices: Vec<ChunkChoice<'a>>,
+    /// The choice with `index` 0 (the gateway asks for one); other choices are read past
+    /// without being kept, and no list is built per chunk.
+    #[serde(default, borrow, rename = "choices", deserialize_with = "first_choice")]
+    pub choice: Option<ChunkChoice<'a>>,
     #[serde(default)]
     pub usage: Option<ChatUsage>,
     #[serde(default)]
@@ -137,6 +139,33 @@ pub struct CompletionTokensDetails {
     pub reasoning_tokens: Option<u64>,
 }
 
+/// The first element of `choices` whose `index` is 0; `null` reads as none.
+fn first_choice<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ChunkChoice<'de>>, D::Error> {
+    struct First;
+    impl<'de> Visitor<'de> for First {
+        type Value = Option<ChunkChoice<'de>>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a list of choices")
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_none<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut first = None;
+            while let Some(c) = seq.next_element::<ChunkChoice<'de>>()? {
+                if c.index == 0 && first.is_none() {
+                    first = Some(c);
+                }
+            }
+            Ok(first)
+        }
+    }
+    d.deserialize_any(First)
+}
+
 /// A string, borrowed when it has no escapes; `null`, numbers, booleans, objects and arrays
 /// read as `None` (servers differ on what optional text fields hold).
 fn lenient_str<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Cow<'de, str>>, D::Error> {
@@ -195,11 +224,26 @@ mod tests {
             r#"{"choices":[{"index":0,"delta":{"reasoning_content":"think","reasoning":{"effort":"x"}}}]}"#,
         )
         .expect("chunk");
-        let d = &c.choices[0].delta;
+        let d = &c.choice.as_ref().expect("choice").delta;
         assert!(matches!(d.reasoning_content, Some(Cow::Borrowed("think"))));
         assert_eq!(d.reasoning, None);
         let c: ChatChunk<'_> = serde_json::from_str(r#"{"choices":[{"delta":{"reasoning":"a\nb","reasoning_content":null}}]}"#).expect("chunk");
-        assert_eq!(c.choices[0].delta.reasoning.as_deref(), Some("a\nb"));
-        assert_eq!(c.choices[0].delta.reasoning_content, None);
+        let d = &c.choice.as_ref().expect("choice").delta;
+        assert_eq!(d.reasoning.as_deref(), Some("a\nb"));
+        assert_eq!(d.reasoning_content, None);
+    }
+
+    #[test]
+    fn only_choice_zero_is_kept() {
+        let c: ChatChunk<'_> = serde_json::from_str(
+            r#"{"choices":[{"index":1,"delta":{"content":"b"}},{"index":0,"delta":{"content":"a"}}]}"#,
+        )
+        .expect("chunk");
+        assert_eq!(c.choice.expect("choice 0").delta.content.as_deref(), Some("a"));
+        for empty in [r#"{"choices":[]}"#, r#"{"choices":null}"#, r#"{}"#, r#"{"choices":[{"index":2,"delta":{}}]}"#] {
+            let c: ChatChunk<'_> = serde_json::from_str(empty).expect("chunk");
+            assert!(c.choice.is_none(), "{empty}");
+        }
+        assert!(serde_json::from_str::<ChatChunk<'_>>(r#"{"choices":{"index":0}}"#).is_err(), "not a list");
     }
 }

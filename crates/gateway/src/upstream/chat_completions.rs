@@ -269,7 +269,7 @@ pub fn parse_chunk(
         let msg = err.get("message").and_then(Value::as_str).unwrap_or("error in stream");
         return Err(UpstreamError::Protocol(msg.chars().take(500).collect()));
     }
-    for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
+    if let Some(choice) = chunk.choice {
         let d = choice.delta;
         // Servers moving from `reasoning_content` to `reasoning` may send both: one is used.
         if let Some(text) = d.reasoning_content.filter(|t| !t.is_empty()).or(d.reasoning.filter(|t| !t.is_empty())) {

@@ -196,6 +196,7 @@ mod tests {
         );
         let urls: Vec<&str> = out.iter().map(|h| h.url.as_str()).collect();
         assert_eq!(urls, vec!["https://example.com/a", "https://docs.example.com/b", "https://example.com/c"]);
-        assert_eq!(out[0].snippet.chars().count(), 201);
+        assert_eq!(out[0].snippet.chars().count(), 200, "200 characters, the ellipsis included");
+        assert!(out[0].snippet.ends_with('…'));
     }
 }

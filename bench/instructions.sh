@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Instructions per request of the gateway, counted by valgrind's callgrind: a figure that,
-# unlike CPU time, does not move with the machine's speed or load (same binary, same inputs,
-# same count). See bench/README.md.
+# unlike CPU time, does not move with the machine's speed (run it on an idle machine: how
+# upstream chunks batch depends on timing). See bench/README.md.
 #
 #   bench/instructions.sh [--no-build] [--requests N] [SCENARIO ...]
 #

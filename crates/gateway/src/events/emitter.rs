@@ -2,123 +2,17 @@
 //! only producer of canonical events (contract §8.4). Each event is written to the SSE
 //! sink (if streaming) as soon as it exists, then folded into the [`Accumulator`].
 
-use bytes::{BufMut, Bytes, BytesMut};
 use protocol::events::{ErrorEventDetail, EventKind};
 use protocol::output::{ItemStatus, OutputContent, OutputItem, Phase};
 use protocol::response::{IncompleteDetails, ResponseError, ResponseStatus, Usage};
 use protocol::Response;
-use serde::Serialize;
-use tokio::sync::mpsc::UnboundedSender;
 
 use super::citations::{annotate, Source};
 use super::ids::new_id;
+use super::sink::DeltaKind;
+pub use super::sink::Sink;
 use crate::turn::transcript::PROGRESS_ID_PREFIX;
 use super::Accumulator;
-
-/// Where SSE bytes go: one `Bytes` per event, written by the HTTP layer without delay.
-/// Frames are encoded into one growing buffer and split off, so an event costs no
-/// allocation of its own.
-#[derive(Debug)]
-pub struct Sink {
-    tx: UnboundedSender<Bytes>,
-    buf: BytesMut,
-    first_delta_sent: bool,
-}
-
-impl Sink {
-    /// Wraps the channel the SSE body reads from.
-    pub fn new(tx: UnboundedSender<Bytes>) -> Self {
-        Sink { tx, buf: BytesMut::with_capacity(16 * 1024), first_delta_sent: false }
-    }
-
-    fn send(&mut self) {
-        let frame = self.buf.split().freeze();
-        // A send error means the client left; the turn decides what that means.
-        let _ = self.tx.send(frame);
-        if self.buf.capacity() < 1024 {
-            self.buf.reserve(16 * 1024);
-        }
-    }
-
-    /// After the response's first text, reasoning or argument delta: an empty frame, which tells the
-    /// SSE body to write what it holds now rather than at the end of the burst
-    /// (`http::sse`), so the first token is never held.
-    fn flush_first_delta(&mut self) {
-        if !self.first_delta_sent {
-            self.first_delta_sent = true;
-            let _ = self.tx.send(Bytes::new());
-        }
-    }
-
-    /// A text or reasoning delta of content part 0, written straight from a fixed layout
-    /// (the same bytes the generic encoder gives: see the tests), then queued.
-    fn delta_frame(&mut self, kind: DeltaKind, item_id: &str, output_index: usize, delta: &str, seq: u64) {
-        let (head, tail): (&[u8], &[u8]) = match kind {
-            DeltaKind::OutputText => (
-                b"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"item_id\":\"",
-                b",\"logprobs\":[],\"sequence_number\":",
-            ),
-            DeltaKind::ReasoningText => (
-                b"event: response.reasoning_text.delta\ndata: {\"type\":\"response.reasoning_text.delta\",\"item_id\":\"",
-                b",\"sequence_number\":",
-            ),
-        };
-        let b = &mut self.buf;
-        let mark = b.len();
-        b.extend_from_slice(head);
-        b.extend_from_slice(item_id.as_bytes());
-        b.extend_from_slice(b"\",\"output_index\":");
-        b.extend_from_slice(itoa::Buffer::new().format(output_index).as_bytes());
-        b.extend_from_slice(b",\"content_index\":0,\"delta\":");
-        if serde_json::to_writer(b.writer(), delta).is_err() {
-            b.truncate(mark);
-            return;
-        }
-        b.extend_from_slice(tail);
-        b.extend_from_slice(itoa::Buffer::new().format(seq).as_bytes());
-        b.extend_from_slice(b"}\n\n");
-        self.send();
-        self.flush_first_delta();
-    }
-
-    /// One event carrying the whole Response (`response.created`, `.in_progress`,
-    /// `.completed`, `.incomplete`, `.failed`), with `response` already encoded: the bytes
-    /// the generic encoder writes for `{type, response, sequence_number}`.
-    fn response_frame(&mut self, name: &str, response: &[u8], seq: u64) {
-        let b = &mut self.buf;
-        b.extend_from_slice(b"event: ");
-        b.extend_from_slice(name.as_bytes());
-        b.extend_from_slice(b"\ndata: {\"type\":\"");
-        b.extend_from_slice(name.as_bytes());
-        b.extend_from_slice(b"\",\"response\":");
-        b.extend_from_slice(response);
-        b.extend_from_slice(b",\"sequence_number\":");
-        b.extend_from_slice(itoa::Buffer::new().format(seq).as_bytes());
-        b.extend_from_slice(b"}\n\n");
-        self.send();
-    }
-
-    /// True once the client has gone (the SSE body was dropped).
-    pub fn is_closed(&self) -> bool {
-        self.tx.is_closed()
-    }
-}
-
-#[derive(Serialize)]
-struct Wire<'a> {
-    #[serde(flatten)]
-    kind: &'a EventKind,
-    sequence_number: u64,
-}
-
-/// One SSE frame, `event: {type}\ndata: {event with sequence_number}\n\n` (contract §8.1),
-/// as the emitter writes it; `None` if the event cannot be encoded (never for gateway events).
-pub fn frame(kind: &EventKind, sequence_number: u64) -> Option<Vec<u8>> {
-    let mut b = format!("event: {}\ndata: ", kind.name()).into_bytes();
-    serde_json::to_writer(&mut b, &Wire { kind, sequence_number }).ok()?;
-    b.extend_from_slice(b"\n\n");
-    Some(b)
-}
 
 /// How a turn ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -133,12 +27,6 @@ pub enum Terminal {
     Failed { code: String, message: String },
 }
 
-/// The delta events with a fixed-layout fast path.
-#[derive(Debug, Clone, Copy)]
-enum DeltaKind {
-    OutputText,
-    ReasoningText,
-}
 
 /// Emits events for one response.
 #[derive(Debug)]
@@ -199,17 +87,7 @@ impl Emitter {
 
     pub(super) fn emit(&mut self, kind: EventKind) {
         if let Some(sink) = &mut self.sink {
-            let mark = sink.buf.len();
-            sink.buf.extend_from_slice(b"event: ");
-            sink.buf.extend_from_slice(kind.name().as_bytes());
-            sink.buf.extend_from_slice(b"\ndata: ");
-            let wire = Wire { kind: &kind, sequence_number: self.seq };
-            if serde_json::to_writer((&mut sink.buf).writer(), &wire).is_ok() {
-                sink.buf.extend_from_slice(b"\n\n");
-                sink.send();
-            } else {
-                sink.buf.truncate(mark);
-            }
+            sink.event_frame(&kind, self.seq);
         }
         self.seq += 1;
         self.acc.fold(kind);
@@ -587,6 +465,11 @@ pub fn now_secs() -> u64 {
 
 #[cfg(test)]
 mod tests {
+    /// The generic encoding of an event (`sink::frame`), which every fast path must equal.
+    fn generic(kind: &EventKind, seq: u64) -> String {
+        String::from_utf8(crate::events::sink::frame(kind, seq).expect("frame")).expect("utf8")
+    }
+
     use super::*;
     use protocol::request::TextConfig;
 
@@ -615,8 +498,7 @@ mod tests {
         assert_eq!(frames.len(), 2, "start sends its two events once");
         let response = Box::new(base());
         for (i, kind) in [EventKind::Created { response: response.clone() }, EventKind::InProgress { response }].into_iter().enumerate() {
-            let json = serde_json::to_string(&Wire { kind: &kind, sequence_number: i as u64 }).expect("json");
-            let want = format!("event: {}\ndata: {json}\n\n", kind.name());
+            let want = generic(&kind, i as u64);
             assert_eq!(String::from_utf8_lossy(&frames[i]), want);
         }
         assert_eq!(e.response(), &base());
@@ -643,8 +525,7 @@ mod tests {
                 frames.extend(std::iter::from_fn(|| rx.try_recv().ok()));
             }
             let kind = EventKind::Incomplete { response: Box::new(r.clone()) };
-            let json = serde_json::to_string(&Wire { kind: &kind, sequence_number: 2 }).expect("json");
-            assert_eq!(String::from_utf8_lossy(&frames[2]), format!("event: response.incomplete\ndata: {json}\n\n"));
+            assert_eq!(String::from_utf8_lossy(&frames[2]), generic(&kind, 2));
             if hold {
                 assert_eq!(e.response(), &r, "a held terminal keeps the Response for a failed commit");
             }
@@ -663,8 +544,7 @@ mod tests {
         let frames: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok()).filter(|f| !f.is_empty()).collect();
         let item_id = e.item_id(idx);
         let kind = EventKind::ReasoningTextDelta { item_id, output_index: idx, content_index: 0, delta: delta.clone() };
-        let json = serde_json::to_string(&Wire { kind: &kind, sequence_number: 4 }).expect("json");
-        assert_eq!(String::from_utf8_lossy(frames.last().expect("frame")), format!("event: response.reasoning_text.delta\ndata: {json}\n\n"));
+        assert_eq!(String::from_utf8_lossy(frames.last().expect("frame")), generic(&kind, 4));
         e.reasoning_done(idx, ItemStatus::Completed);
         let Some(OutputItem::Reasoning { content, .. }) = e.acc.item(idx) else { panic!("reasoning item") };
         assert_eq!(content, &vec![OutputContent::ReasoningText { text: delta }], "folded like the event");
@@ -688,8 +568,7 @@ mod tests {
         let got = frames.last().expect("frame").clone();
         let item_id = e.item_id(idx);
         let kind = EventKind::OutputTextDelta { item_id, output_index: idx, content_index: 0, delta: delta.clone(), logprobs: Vec::new() };
-        let json = serde_json::to_string(&Wire { kind: &kind, sequence_number: 4 }).expect("json");
-        let want = format!("event: response.output_text.delta\ndata: {json}\n\n");
+        let want = generic(&kind, 4);
         assert_eq!(String::from_utf8_lossy(&got), want);
         assert_eq!(e.message_text(idx), delta, "folded like the event");
         // Only the first delta asks for a write at once.

@@ -7,6 +7,7 @@ pub mod file_citations;
 pub mod emitter;
 pub mod ids;
 pub mod replay;
+pub mod sink;
 pub mod tool_items;
 
 pub use accumulator::Accumulator;

@@ -56,7 +56,7 @@ fn replay(id: &str, stored: serde_json::Value) -> Response {
     };
     let mut body = Vec::new();
     for (seq, kind) in (0u64..).zip(events::replay::events(&stored)) {
-        if let Some(frame) = events::emitter::frame(&kind, seq) {
+        if let Some(frame) = events::sink::frame(&kind, seq) {
             body.extend_from_slice(&frame);
         }
     }

@@ -9,7 +9,6 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use protocol::ApiError;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 
 use super::sse::SseBody;
 use super::AppState;
@@ -77,11 +76,24 @@ pub fn body_rejected(rejection: &BytesRejection) -> HttpError {
     HttpError { status, error: ApiError::invalid(None, message).with_code(code) }
 }
 
-/// The non-streaming answer: the folded Response, or 502 when the upstream failed.
+/// The non-streaming answer: the folded Response, or 502 when the upstream failed. The body
+/// is encoded into a buffer sized for a typical Response (axum's `Json` starts at 128 bytes
+/// and grows by copying).
 fn answer(outcome: turn::Outcome) -> Response {
-    match outcome.upstream_error {
-        Some(e) => e.to_http().into_response(),
-        None => Json(outcome.response).into_response(),
+    if let Some(e) = outcome.upstream_error {
+        return e.to_http().into_response();
+    }
+    let mut body = Vec::with_capacity(4096);
+    match serde_json::to_writer(&mut body, &outcome.response) {
+        Ok(()) => ([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "encoding a Response failed");
+            HttpError {
+                status: StatusCode::INTERNAL_SERVER_ERROR,
+                error: ApiError { message: "The response could not be encoded.".into(), kind: "server_error".into(), param: None, code: None },
+            }
+            .into_response()
+        }
     }
 }
 

@@ -153,15 +153,27 @@ impl Emitter {
     /// frame is written straight from a fixed layout (the same JSON the generic encoder
     /// gives), then folded like any event.
     pub fn text_delta(&mut self, output_index: usize, delta: String) {
-        if let Some(OutputItem::Message { id, .. }) = self.acc.item(output_index) {
-            if let Some(sink) = &mut self.sink {
-                sink.delta_frame(DeltaKind::OutputText, id, output_index, &delta, self.seq);
-            }
-        } else if self.sink.is_some() {
-            return;
+        self.content_delta(DeltaKind::OutputText, output_index, delta);
+    }
+
+    /// A delta of content part 0 of the message (`OutputText`) or reasoning item
+    /// (`ReasoningText`) at `output_index`; nothing when the item is not of that kind.
+    fn content_delta(&mut self, kind: DeltaKind, output_index: usize, delta: String) {
+        let id = match (kind, self.acc.item(output_index)) {
+            (DeltaKind::OutputText, Some(OutputItem::Message { id, .. }))
+            | (DeltaKind::ReasoningText, Some(OutputItem::Reasoning { id, .. })) => Some(id),
+            _ => None,
+        };
+        match (id, &mut self.sink) {
+            (Some(id), Some(sink)) => sink.delta_frame(kind, id, output_index, &delta, self.seq),
+            (None, Some(_)) => return,
+            _ => {}
         }
         self.seq += 1;
-        self.acc.append_text(output_index, &delta);
+        match kind {
+            DeltaKind::OutputText => self.acc.append_text(output_index, &delta),
+            DeltaKind::ReasoningText => self.acc.append_reasoning(output_index, &delta),
+        }
     }
 
     /// The message's text so far.
@@ -240,15 +252,7 @@ impl Emitter {
     /// `response.reasoning_text.delta` for the reasoning item at `output_index`: the same
     /// fixed-layout hot path as [`Emitter::text_delta`] (reasoning runs to thousands of tokens).
     pub fn reasoning_delta(&mut self, output_index: usize, delta: String) {
-        if let Some(OutputItem::Reasoning { id, .. }) = self.acc.item(output_index) {
-            if let Some(sink) = &mut self.sink {
-                sink.delta_frame(DeltaKind::ReasoningText, id, output_index, &delta, self.seq);
-            }
-        } else if self.sink.is_some() {
-            return;
-        }
-        self.seq += 1;
-        self.acc.append_reasoning(output_index, &delta);
+        self.content_delta(DeltaKind::ReasoningText, output_index, delta);
     }
 
     /// Closes a reasoning item: `reasoning_text.done`, `content_part.done`,

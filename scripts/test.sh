@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: Rust unit/integration/fuzz tests (the store suites on SQLite and on
 # PostgreSQL), the Python end-to-end tests with the official openai SDK (SQLite, then the
-# store tests again on PostgreSQL), the playground's browser tests (Debian's Chromium driven by
+# store tests again on PostgreSQL), real clients (the OpenAI Agents SDK and Codex CLI,
+# tests/clients), the playground's browser tests (Debian's Chromium driven by
 # playwright-core, tests/browser), then (serially, last) the real-model smoke test.
 # Usage: scripts/test.sh [--no-real-model]
 # PostgreSQL: $RESPONSES_GATEWAY_TEST_POSTGRES_URL (default: the machine's server at
@@ -42,6 +43,10 @@ RESPONSES_GATEWAY_STORE__BACKEND=postgres RESPONSES_GATEWAY_STORE__URL_ENV=RG_PY
   RG_PY_STORE_URL="${pg_admin%/*}/$pg_db" \
   GATEWAY_BIN="$PWD/target/debug/responses-gateway" UPSTREAM_BIN="$PWD/target/debug/scripted-upstream" \
   bash tests/python/run.sh -k test_store_sdk
+
+echo "== Real clients: OpenAI Agents SDK and Codex CLI =="
+GATEWAY_BIN="$PWD/target/debug/responses-gateway" UPSTREAM_BIN="$PWD/target/debug/scripted-upstream" \
+  bash tests/clients/run.sh
 
 echo "== Browser tests of the playground (Chromium, playwright-core) =="
 GATEWAY_BIN="$PWD/target/debug/responses-gateway" UPSTREAM_BIN="$PWD/target/debug/scripted-upstream" \

@@ -1,0 +1,114 @@
+"""Codex CLI (the real `codex` binary, pinned in package.json) against the gateway.
+
+Codex speaks the Responses API with `store: false` and replays the whole history on every
+request; it declares its own function tools (`exec_command`, …), namespaced tools and, by
+default, the hosted `web_search` tool, which the gateway owns (here: the SearXNG-shaped
+fixture). Each test scripts the model, runs `codex exec --json` and checks both what Codex
+reports and what reached the model server.
+"""
+
+from __future__ import annotations
+
+import json
+
+import harness
+
+
+def user_texts(body: dict) -> list[str]:
+    return [m["content"] for m in harness.chat_messages(body) if m["role"] == "user" and isinstance(m["content"], str)]
+
+
+def test_codex_prints_the_streamed_answer(codex, upstream):
+    upstream.push({"text": ["Hello", " from", " the", " gateway."]})
+    run = codex.exec("say hello")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert [m["text"] for m in run.items("agent_message")] == ["Hello from the gateway."]
+    assert [e["type"] for e in run.events if e["type"].startswith("turn.")] == ["turn.started", "turn.completed"]
+    (body,) = upstream.chat_bodies()
+    assert body["stream"] is True
+    assert user_texts(body)[-1] == "say hello"
+    # Codex's own function tools reach the model as functions; its hosted web_search is the
+    # gateway's, declared upstream by the gateway.
+    names = {t["function"]["name"] for t in body["tools"]}
+    assert {"exec_command", "web_search"} <= names
+
+
+def test_codex_runs_the_command_the_model_calls(codex, upstream):
+    upstream.push(
+        {"tool_calls": [{"name": "exec_command", "arguments": json.dumps({"cmd": "echo codex-ok-42"})}]},
+        {"text": ["The", " command", " printed", " codex-ok-42."]},
+    )
+    run = codex.exec("run the echo")
+    assert run.returncode == 0, run.stderr[-3000:]
+    (cmd,) = run.items("command_execution")
+    assert cmd["exit_code"] == 0 and "codex-ok-42" in cmd["aggregated_output"]
+    assert [m["text"] for m in run.items("agent_message")] == ["The command printed codex-ok-42."]
+    first, second = upstream.chat_bodies()
+    # The second request replays the call and carries Codex's output for it, under one call id.
+    msgs = harness.chat_messages(second)
+    call_msgs = [m for m in msgs if m["role"] == "assistant" and m.get("tool_calls")]
+    assert len(call_msgs) == 1
+    (call,) = call_msgs[0]["tool_calls"]
+    assert call["function"]["name"] == "exec_command"
+    assert json.loads(call["function"]["arguments"]) == {"cmd": "echo codex-ok-42"}
+    (out,) = [m for m in msgs if m["role"] == "tool"]
+    assert out["tool_call_id"] == call["id"]
+    assert "codex-ok-42" in out["content"]
+    assert len(harness.chat_messages(first)) < len(msgs)
+
+
+def test_codex_default_web_search_runs_on_the_gateway(codex, upstream, searx):
+    upstream.push(
+        {"tool_calls": [{"name": "web_search", "arguments": json.dumps({"query": "axum 0.8 release"})}]},
+        {"text": ["Axum", " 0.8", " is", " out."]},
+    )
+    run = codex.exec("what is new in axum?")
+    assert run.returncode == 0, run.stderr[-3000:]
+    searches = run.items("web_search")
+    assert searches and searches[-1]["query"] == "axum 0.8 release"
+    # The gateway's progress message (streams only) comes first, as commentary.
+    assert [m["text"] for m in run.items("agent_message")] == ["Searching the web for “axum 0.8 release”",
+                                                               "Axum 0.8 is out."]
+    assert [q["q"] for q in searx.queries] == [["axum 0.8 release"]]
+    _, second = upstream.chat_bodies()
+    (out,) = [m for m in harness.chat_messages(second) if m["role"] == "tool"]
+    assert "<untrusted_search_results>" in out["content"]
+
+    # Codex replays the turn, progress message included; the model sees the call and the
+    # answer, never the progress text.
+    upstream.reset()
+    upstream.push({"text": ["ok"]})
+    run = codex.exec("thanks", resume=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+    (body,) = upstream.chat_bodies()
+    assert "Searching the web" not in json.dumps(body)
+    assistant = [m for m in harness.chat_messages(body) if m["role"] == "assistant"]
+    assert [m["content"] for m in assistant if m.get("content")] == ["Axum 0.8 is out."]
+    assert [c["function"]["name"] for m in assistant for c in m.get("tool_calls") or []] == ["web_search"]
+
+
+def test_codex_resume_replays_history_without_reasoning(codex, upstream):
+    upstream.push(
+        {"reasoning_content": ["SECRET", "-THOUGHT"],
+         "tool_calls": [{"name": "exec_command", "arguments": json.dumps({"cmd": "echo first-turn"})}]},
+        {"reasoning_content": ["more"], "text": ["First", " done."]},
+    )
+    run = codex.exec("first task", "-c", "model_reasoning_effort=high")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert [m["text"] for m in run.items("agent_message")] == ["First done."]
+    bodies = upstream.chat_bodies()
+    assert bodies[0]["reasoning_effort"] == "high"
+
+    upstream.reset()
+    upstream.push({"text": ["Second", " done."]})
+    run = codex.exec("second task", "-c", "model_reasoning_effort=high", resume=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert [m["text"] for m in run.items("agent_message")] == ["Second done."]
+    (body,) = upstream.chat_bodies()
+    msgs = harness.chat_messages(body)
+    texts = user_texts(body)
+    assert texts.index("first task") < texts.index("second task")
+    assistant = [m for m in msgs if m["role"] == "assistant"]
+    assert [m["content"] for m in assistant if m.get("content")] == ["First done."]
+    assert any(m.get("tool_calls") for m in assistant)
+    assert "SECRET" not in json.dumps(body)

@@ -80,11 +80,13 @@ class Codex:
             'env_key = "GATEWAY_TEST_KEY"\n'
         )
 
-    def exec(self, prompt: str, *args: str, resume: bool = False, timeout: float = 120) -> CodexRun:
-        argv = [str(self.binary), "exec", "--json", "--skip-git-repo-check",
-                # The scripted model's commands are harmless (echo); CI machines may lack the
-                # namespaces Codex's sandbox needs.
-                "--dangerously-bypass-approvals-and-sandbox", *args]
+    def exec(self, prompt: str, *args: str, resume: bool = False, sandboxed: bool = False,
+             timeout: float = 120) -> CodexRun:
+        """`sandboxed`: Codex's default read-only sandbox; otherwise full access (the scripted
+        model's commands are harmless echos, and CI machines may lack the sandbox's namespaces)."""
+        argv = [str(self.binary), "exec", "--json", "--skip-git-repo-check", *args]
+        if not sandboxed:
+            argv.append("--dangerously-bypass-approvals-and-sandbox")
         if resume:
             argv += ["resume", "--last"]
         argv.append(prompt)

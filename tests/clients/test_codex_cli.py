@@ -33,6 +33,22 @@ def test_codex_prints_the_streamed_answer(codex, upstream):
     assert {"exec_command", "web_search"} <= names
 
 
+def test_sandboxed_codex_needs_live_web_search_on_a_searxng_backend(codex, upstream):
+    # Sandboxed (its default), Codex declares web_search with external_web_access: false
+    # (cached results only), which the http backend cannot honour: the request is refused
+    # with the gateway's 400, which Codex shows. `web_search = "live"` (README) works.
+    run = codex.exec("say hello", sandboxed=True)
+    assert run.returncode != 0
+    errors = " ".join(e.get("message", "") + json.dumps(e.get("item", {})) for e in run.events) + run.stderr
+    assert "external_web_access" in errors and "not supported" in errors
+    assert upstream.chat_bodies() == []
+
+    upstream.push({"text": ["Hi", " there."]})
+    run = codex.exec("say hello", "-c", 'web_search="live"', sandboxed=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert [m["text"] for m in run.items("agent_message")] == ["Hi there."]
+
+
 def test_codex_runs_the_command_the_model_calls(codex, upstream):
     upstream.push(
         {"tool_calls": [{"name": "exec_command", "arguments": json.dumps({"cmd": "echo codex-ok-42"})}]},

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 import harness
+import pytest
 
 
 def user_texts(body: dict) -> list[str]:
@@ -128,3 +129,20 @@ def test_codex_resume_replays_history_without_reasoning(codex, upstream):
     assert [m["content"] for m in assistant if m.get("content")] == ["First done."]
     assert any(m.get("tool_calls") for m in assistant)
     assert "SECRET" not in json.dumps(body)
+
+
+@pytest.mark.parametrize("message, shown", [
+    # Codex recognises `context_length_exceeded` and says so in its own words.
+    ("This model's maximum context length is 4096 tokens.", "ran out of room in the model's context window"),
+    ("unsupported value: 'tool_choice'", "unsupported value: 'tool_choice'"),
+])
+def test_codex_does_not_retry_a_request_the_model_server_refused(codex, upstream, message, shown):
+    # The upstream's own 400 ends the turn: `response.error.code` is `invalid_prompt`, which
+    # Codex treats as final (with `server_error` it reconnects up to five times).
+    refusal = {"http_status": 400, "error_body": json.dumps({"error": {"message": message}})}
+    upstream.push(refusal, refusal, refusal)
+    run = codex.exec("a prompt")
+    assert run.returncode != 0
+    assert len(upstream.chat_bodies()) == 1
+    failed = [e for e in run.events if e["type"] == "turn.failed"]
+    assert len(failed) == 1 and shown in failed[0]["error"]["message"], run.events

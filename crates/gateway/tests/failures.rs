@@ -36,22 +36,31 @@ async fn upstream_http_500() {
 
 /// The upstream refusing the request (its 400) is the same error streamed or not: the
 /// stream's `error` event carries the non-streamed body's code; a plain-text error body is
-/// the message.
+/// the message. `response.error.code` is `invalid_prompt` (an SDK code that clients such as
+/// Codex CLI do not retry); a context-length refusal is `context_length_exceeded`.
 #[tokio::test]
 async fn upstream_rejection_has_one_code_streamed_or_not() {
     let h = Harness::start().await;
-    h.upstream.push(Script::http_error(400, r#"{"error":{"message":"context too long"}}"#));
-    let (status, body) = h.post(json!({"model":"m","input":"x"})).await;
-    assert_eq!(status, 400, "{body}");
-    assert_eq!(error_of(&body)["code"], "upstream_rejected_request");
-    h.upstream.push(Script::http_error(400, r#"{"error":{"message":"context too long"}}"#));
-    let s = h.stream(json!({"model":"m","input":"x"})).await;
-    assert_failed_stream(&s);
-    let err = s.of_type("error");
-    assert_eq!(err[0]["code"], "upstream_rejected_request");
-    assert_eq!(err[0]["error"]["type"], "invalid_request_error", "the type a non-streamed body has");
-    assert!(err[0]["message"].as_str().unwrap().contains("context too long"), "{}", err[0]);
-    assert_eq!(s.response["error"]["code"], "server_error", "one of the SDK's fixed codes");
+    for (body, code) in [
+        (r#"{"error":{"message":"unknown field: foo"}}"#, "upstream_rejected_request"),
+        // vLLM / OpenAI and llama.cpp wordings
+        (r#"{"error":{"message":"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens."}}"#, "context_length_exceeded"),
+        (r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}}"#, "context_length_exceeded"),
+    ] {
+        h.upstream.push(Script::http_error(400, body));
+        let (status, resp) = h.post(json!({"model":"m","input":"x"})).await;
+        assert_eq!(status, 400, "{resp}");
+        assert_eq!(error_of(&resp)["code"], code, "{resp}");
+        assert_eq!(error_of(&resp)["type"], "invalid_request_error");
+        h.upstream.push(Script::http_error(400, body));
+        let s = h.stream(json!({"model":"m","input":"x"})).await;
+        assert_failed_stream(&s);
+        let err = s.of_type("error");
+        assert_eq!(err[0]["code"], code);
+        assert_eq!(err[0]["error"]["type"], "invalid_request_error", "the type a non-streamed body has");
+        assert_eq!(err[0]["message"], error_of(&resp)["message"]);
+        assert_eq!(s.response["error"]["code"], "invalid_prompt", "one of the SDK's fixed codes, not retried");
+    }
     h.upstream.push(Script::http_error(429, r#"{"error":{"message":"slow down"}}"#));
     let s = h.stream(json!({"model":"m","input":"x"})).await;
     assert_eq!(s.of_type("error")[0]["error"]["type"], "rate_limit_error");
@@ -60,6 +69,9 @@ async fn upstream_rejection_has_one_code_streamed_or_not() {
     let (status, body) = h.post(json!({"model":"m","input":"x"})).await;
     assert_eq!(status, 502);
     assert!(error_of(&body)["message"].as_str().unwrap().contains("model is loading"), "{body}");
+    h.upstream.push(Script::http_error(503, "model is loading"));
+    let s = h.stream(json!({"model":"m","input":"x"})).await;
+    assert_eq!(s.response["error"]["code"], "server_error", "a server failure may be retried");
 }
 
 #[tokio::test]
@@ -89,6 +101,12 @@ async fn upstream_error_body_echoing_the_key_is_redacted() {
     let (status, body) = h.post(json!({"model":"m","input":"x"})).await;
     assert_eq!(status, 502);
     assert!(!body.to_string().contains("sk-echoed-456"), "{body}");
+    // What the upstream says about the gateway's key (often a masked copy) is not passed on.
+    h.upstream.push(Script::http_error(403, r#"{"error":{"message":"Incorrect API key provided: sk-ech***456"}}"#));
+    let (status, body) = h.post(json!({"model":"m","input":"x"})).await;
+    assert_eq!(status, 502);
+    let msg = error_of(&body)["message"].as_str().unwrap().to_string();
+    assert!(!msg.contains("sk-ech") && msg.contains("refused the gateway's credentials"), "{msg}");
     assert_eq!(h.upstream.requests()[0].authorization.as_deref(), Some("Bearer sk-echoed-456"), "the key is sent upstream");
 }
 
@@ -168,7 +186,9 @@ async fn upstream_request_errors_map_to_client_statuses() {
         h.upstream.push(Script::http_error(up, r#"{"error":{"message":"upstream says no"}}"#));
         let (status, body) = h.post(json!({"model":"m","input":"x"})).await;
         assert_eq!(status, want, "upstream {up}: {body}");
-        assert!(error_of(&body)["message"].as_str().unwrap().contains("upstream says no"));
+        // A 401 is about the gateway's key: its text is not passed on.
+        let passed_on = error_of(&body)["message"].as_str().unwrap().contains("upstream says no");
+        assert_eq!(passed_on, up != 401, "upstream {up}: {body}");
     }
 }
 

@@ -361,7 +361,7 @@ impl Emitter {
     /// `type` is the one a non-streamed body with the same code has.
     pub fn error_event(&mut self, code: &str, message: &str) {
         let kind = match code {
-            "upstream_rejected_request" => "invalid_request_error",
+            "upstream_rejected_request" | "context_length_exceeded" => "invalid_request_error",
             "rate_limit_exceeded" => "rate_limit_error",
             _ => "server_error",
         };
@@ -401,11 +401,11 @@ impl Emitter {
             }
             Terminal::Failed { code, message } => {
                 // The specific code is on the `error` event; `response.error.code` must be
-                // one of the SDK's fixed codes (`rate_limit_exceeded` is one, else
-                // `server_error`). Usage is null on a failed response (contract §8.4 g).
+                // one of the SDK's fixed codes (`UpstreamError::response_code`). Usage is
+                // null on a failed response (contract §8.4 g).
                 r.status = ResponseStatus::Failed;
                 r.usage = None;
-                let code = if code == "rate_limit_exceeded" { code } else { "server_error".into() };
+                let code = crate::upstream::UpstreamError::response_code(&code).to_string();
                 r.error = Some(ResponseError { code, message });
                 "response.failed"
             }

@@ -114,6 +114,8 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
             }
         };
         if let Some(err) = failure {
+            // Upstream messages never hold the URL's credentials or the key (`UpstreamError`).
+            tracing::warn!(code = err.code(), error = %err, "turn failed on the upstream");
             let text = round.close_all(emitter, ItemStatus::Incomplete, &sources);
             push_text(&mut transcript, text);
             let terminal = Terminal::Failed { code: err.code().into(), message: err.to_string() };

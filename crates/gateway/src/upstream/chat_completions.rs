@@ -96,7 +96,14 @@ impl ChatCompletions {
         let status = resp.status();
         if !status.is_success() {
             let text = tokio::time::timeout(self.idle, resp.bytes()).await.ok().and_then(Result::ok).unwrap_or_default();
-            return Err(UpstreamError::Status { status: status.as_u16(), message: self.error_message(&text) });
+            // A 401/403 is about the gateway's own credentials: what the upstream says of them
+            // (often a masked key) is not the client's business.
+            let message = if matches!(status.as_u16(), 401 | 403) {
+                "the upstream refused the gateway's credentials (see upstream.api_key_env)".to_string()
+            } else {
+                self.error_message(&text)
+            };
+            return Err(UpstreamError::Status { status: status.as_u16(), message });
         }
         Ok(RoundStream::new(resp.bytes_stream(), self.idle))
     }

@@ -74,16 +74,38 @@ pub enum UpstreamError {
 
 impl UpstreamError {
     /// The `code` of the non-streamed error body and of a stream's `error` event (the same
-    /// for both): `upstream_rejected_request` (the upstream's 400/413/422),
-    /// `rate_limit_exceeded` (429), `upstream_timeout`, else `upstream_error`.
+    /// for both): `context_length_exceeded` (an upstream 400/413/422 whose message says the
+    /// prompt does not fit the model's context, as vLLM, llama.cpp, Ollama and OpenAI word
+    /// it), `upstream_rejected_request` (any other 400/413/422), `rate_limit_exceeded` (429),
+    /// `upstream_timeout`, else `upstream_error`.
     pub fn code(&self) -> &'static str {
         match self {
+            UpstreamError::Status { status: 400 | 413 | 422, message } if is_context_length(message) => {
+                "context_length_exceeded"
+            }
             UpstreamError::Status { status: 400 | 413 | 422, .. } => "upstream_rejected_request",
             UpstreamError::Status { status: 429, .. } => "rate_limit_exceeded",
             UpstreamError::Timeout(_) => "upstream_timeout",
             _ => "upstream_error",
         }
     }
+
+    /// `response.error.code` of the failed Response, one of the codes the SDK's
+    /// `ResponseError` allows: `invalid_prompt` for the upstream's refusal of the request
+    /// (clients such as Codex CLI do not retry it), `rate_limit_exceeded`, else `server_error`.
+    pub fn response_code(code: &str) -> &'static str {
+        match code {
+            "upstream_rejected_request" | "context_length_exceeded" => "invalid_prompt",
+            "rate_limit_exceeded" => "rate_limit_exceeded",
+            _ => "server_error",
+        }
+    }
+}
+
+/// True when an upstream error message says the prompt exceeds the model's context.
+fn is_context_length(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    ["context length", "context_length_exceeded", "context size", "context window"].iter().any(|p| m.contains(p))
 }
 
 impl UpstreamError {

@@ -86,8 +86,9 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-/// The configuration as JSON, with credentials in every URL (`user:password@`) masked: the
-/// upstream's, the search backends', the remote vector stores', the embeddings endpoint's.
+/// The configuration as JSON, with credentials in every URL (`user:password@` and the values
+/// of its query string, where keys such as `?token=` sit) masked: the upstream's, the search
+/// backends', the remote vector stores', the embeddings endpoint's.
 fn toml_string(config: &Config) -> String {
     let mut shown = serde_json::to_value(config).unwrap_or_default();
     mask_urls(&mut shown);
@@ -98,11 +99,18 @@ fn mask_urls(v: &mut serde_json::Value) {
     match v {
         serde_json::Value::String(s) => {
             if let Ok(mut u) = reqwest::Url::parse(s) {
-                if u.has_host() && (!u.username().is_empty() || u.password().is_some()) {
+                if !u.has_host() {
+                    return;
+                }
+                if !u.username().is_empty() || u.password().is_some() {
                     let _ = u.set_username("***");
                     let _ = u.set_password(Some("***"));
-                    *s = u.to_string();
                 }
+                if u.query().is_some() {
+                    let keys: Vec<String> = u.query_pairs().map(|(k, _)| k.into_owned()).collect();
+                    u.query_pairs_mut().clear().extend_pairs(keys.iter().map(|k| (k.as_str(), "***")));
+                }
+                *s = u.to_string();
             }
         }
         serde_json::Value::Array(a) => a.iter_mut().for_each(mask_urls),

@@ -9,6 +9,7 @@ reports and what reached the model server.
 
 from __future__ import annotations
 
+import base64
 import json
 
 import harness
@@ -146,3 +147,26 @@ def test_codex_does_not_retry_a_request_the_model_server_refused(codex, upstream
     assert len(upstream.chat_bodies()) == 1
     failed = [e for e in run.events if e["type"] == "turn.failed"]
     assert len(failed) == 1 and shown in failed[0]["error"]["message"], run.events
+
+
+def test_codex_view_image_reaches_the_model_as_an_image(codex, upstream):
+    # Codex's view_image answers with an input_image; a chat tool message holds text only, so
+    # the image follows the tool message as a user message.
+    png = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+    (codex.workdir / "dot.png").write_bytes(png)
+    upstream.push(
+        {"tool_calls": [{"name": "view_image", "arguments": json.dumps({"path": str(codex.workdir / "dot.png")})}]},
+        {"text": ["A", " dot."]},
+    )
+    run = codex.exec("look at dot.png")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert [m["text"] for m in run.items("agent_message")] == ["A dot."]
+    _, second = upstream.chat_bodies()
+    msgs = harness.chat_messages(second)
+    i = next(k for k, m in enumerate(msgs) if m["role"] == "tool")
+    assert "[image: in the next user message]" in msgs[i]["content"]
+    after = msgs[i + 1]
+    assert after["role"] == "user"
+    urls = [p["image_url"]["url"] for p in after["content"] if p["type"] == "image_url"]
+    assert len(urls) == 1 and urls[0].startswith("data:image/png;base64,")
+    assert base64.b64decode(urls[0].split(",", 1)[1]) == png

@@ -176,8 +176,14 @@ pub fn build(
     let mut system = std::mem::take(&mut t.system_messages);
     // call_id → answered?
     let mut calls: Vec<(String, bool)> = t.calls();
+    // Images returned by tool outputs: chat tool messages hold text only, so they follow the
+    // run of tool messages as one user message.
+    let mut tool_images: Vec<UserPart> = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let param = format!("input[{i}]");
+        if !matches!(item, InputItem::FunctionCallOutput(_) | InputItem::CustomToolCallOutput(_)) && !tool_images.is_empty() {
+            t.entries.push(Entry::User(std::mem::take(&mut tool_images)));
+        }
         match item {
             InputItem::Message(m) => message(m, &param, &mut system, &mut t)?,
             InputItem::FunctionCall(c) => {
@@ -198,7 +204,11 @@ pub fn build(
             }
             InputItem::FunctionCallOutput(o) | InputItem::CustomToolCallOutput(o) => {
                 let call_id = answer(o, &param, &mut calls)?;
-                let content = tool_output_text(&o.output, &param)?;
+                let (content, images) = tool_output_content(&o.output, &param)?;
+                if !images.is_empty() {
+                    tool_images.push(UserPart::Text(format!("The image(s) returned by tool call {call_id}:")));
+                    tool_images.extend(images);
+                }
                 t.push_tool_result(call_id, content);
             }
             InputItem::WebSearchCall(ws) => {
@@ -223,6 +233,9 @@ pub fn build(
                 ))
             }
         }
+    }
+    if !tool_images.is_empty() {
+        t.entries.push(Entry::User(tool_images));
     }
     for (call_id, _) in calls.iter().filter(|(_, answered)| !answered) {
         if !t.drop_server_call(call_id, is_server_tool) {
@@ -469,12 +482,15 @@ fn file_text(p: &ContentPart, param: &str) -> Result<String, ApiError> {
     Ok(format!("<file name=\"{name}\">\n{text}\n</file>"))
 }
 
-/// Text of a tool output: a string, or its text parts joined; images become a note.
-fn tool_output_text(o: &ToolOutputContent, param: &str) -> Result<String, ApiError> {
+/// A tool output as the tool message's text (a string, or its text parts joined) and the
+/// images among its parts, which a chat tool message cannot carry: each leaves a note in the
+/// text and is returned as a user part (an image given only by `file_id` stays a note).
+fn tool_output_content(o: &ToolOutputContent, param: &str) -> Result<(String, Vec<UserPart>), ApiError> {
     match o {
-        ToolOutputContent::Text(s) => Ok(s.clone()),
+        ToolOutputContent::Text(s) => Ok((s.clone(), Vec::new())),
         ToolOutputContent::Parts(parts) => {
             let mut out = Vec::new();
+            let mut images = Vec::new();
             for (j, p) in parts.iter().enumerate() {
                 match p {
                     ContentPart::InputText { text } | ContentPart::OutputText { text, .. } => {
@@ -483,11 +499,15 @@ fn tool_output_text(o: &ToolOutputContent, param: &str) -> Result<String, ApiErr
                     ContentPart::InputFile { .. } => {
                         out.push(file_text(p, &format!("{param}.output[{j}]"))?)
                     }
+                    ContentPart::InputImage { image_url: Some(url), detail, .. } => {
+                        images.push(UserPart::Image { url: url.clone(), detail: detail.clone() });
+                        out.push("[image: in the next user message]".to_string());
+                    }
                     ContentPart::InputImage { .. } => out.push("[image omitted]".to_string()),
                     ContentPart::Refusal { refusal } => out.push(refusal.clone()),
                 }
             }
-            Ok(out.join("\n"))
+            Ok((out.join("\n"), images))
         }
     }
 }
@@ -553,6 +573,39 @@ mod tests {
             {"type":"function_call_output","call_id":"c","output":"2"}
         ]))).unwrap_err();
         assert_eq!(twice.param.as_deref(), Some("input[2].call_id"));
+    }
+
+    #[test]
+    fn images_in_tool_outputs_follow_the_tool_messages_as_a_user_message() {
+        let img = "data:image/png;base64,iVBORw0KGgo=";
+        let t = b(
+            None, &items(json!([
+            {"type":"function_call","call_id":"c1","name":"view_image","arguments":"{}"},
+            {"type":"function_call","call_id":"c2","name":"ls","arguments":"{}"},
+            {"type":"function_call_output","call_id":"c1","output":[
+                {"type":"input_text","text":"the screenshot"},
+                {"type":"input_image","image_url":img,"detail":"low"},
+                {"type":"input_image","file_id":"file_1"}]},
+            {"type":"function_call_output","call_id":"c2","output":"a.txt"},
+            {"role":"user","content":"and now?"}
+        ]))).unwrap();
+        assert_eq!(t.entries, vec![
+            Entry::Assistant { text: String::new(), calls: vec![
+                Call { call_id: "c1".into(), name: "view_image".into(), arguments: "{}".into() },
+                Call { call_id: "c2".into(), name: "ls".into(), arguments: "{}".into() }] },
+            Entry::ToolResult { call_id: "c1".into(), content: "the screenshot\n[image: in the next user message]\n[image omitted]".into() },
+            Entry::ToolResult { call_id: "c2".into(), content: "a.txt".into() },
+            Entry::User(vec![
+                UserPart::Text("The image(s) returned by tool call c1:".into()),
+                UserPart::Image { url: img.into(), detail: Some("low".into()) }]),
+            Entry::User(vec![UserPart::Text("and now?".into())]),
+        ]);
+        // At the end of the input too (the model answers after seeing the image).
+        let t = b(None, &items(json!([
+            {"type":"function_call","call_id":"c1","name":"view_image","arguments":"{}"},
+            {"type":"function_call_output","call_id":"c1","output":[{"type":"input_image","image_url":img}]}
+        ]))).unwrap();
+        assert!(matches!(t.entries.last(), Some(Entry::User(parts)) if parts.len() == 2), "{:?}", t.entries);
     }
 
     #[test]

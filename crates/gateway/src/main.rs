@@ -98,20 +98,28 @@ fn toml_string(config: &Config) -> String {
 fn mask_urls(v: &mut serde_json::Value) {
     match v {
         serde_json::Value::String(s) => {
-            if let Ok(mut u) = reqwest::Url::parse(s) {
-                if !u.has_host() {
-                    return;
+            let Ok(mut u) = reqwest::Url::parse(s) else {
+                // Not a valid URL (`serve` says so) but maybe meant as one: hide what could be
+                // `user:password@`.
+                if let (Some(start), Some(at)) = (s.find("://"), s.rfind('@')) {
+                    if at > start + 3 {
+                        s.replace_range(start + 3..at, "***:***");
+                    }
                 }
-                if !u.username().is_empty() || u.password().is_some() {
-                    let _ = u.set_username("***");
-                    let _ = u.set_password(Some("***"));
-                }
-                if u.query().is_some() {
-                    let keys: Vec<String> = u.query_pairs().map(|(k, _)| k.into_owned()).collect();
-                    u.query_pairs_mut().clear().extend_pairs(keys.iter().map(|k| (k.as_str(), "***")));
-                }
-                *s = u.to_string();
+                return;
+            };
+            if !u.has_host() {
+                return;
             }
+            if !u.username().is_empty() || u.password().is_some() {
+                let _ = u.set_username("***");
+                let _ = u.set_password(Some("***"));
+            }
+            if u.query().is_some() {
+                let keys: Vec<String> = u.query_pairs().map(|(k, _)| k.into_owned()).collect();
+                u.query_pairs_mut().clear().extend_pairs(keys.iter().map(|k| (k.as_str(), "***")));
+            }
+            *s = u.to_string();
         }
         serde_json::Value::Array(a) => a.iter_mut().for_each(mask_urls),
         serde_json::Value::Object(o) => o.values_mut().for_each(mask_urls),

@@ -303,3 +303,58 @@ async fn a_connection_dropped_before_any_response_byte_is_retried_once() {
     assert_eq!(status, 502, "{body}");
     assert_eq!(accepted.load(Ordering::SeqCst), 4, "retried once, not more");
 }
+
+/// An error inside the 200 stream (`{"error":{…}}`, or vLLM's top-level
+/// `{"object":"error",…}`) is classified like the same error as an HTTP answer, and the
+/// credentials it may echo are redacted.
+#[tokio::test]
+async fn in_stream_error_chunks_are_classified_and_redacted() {
+    use responses_gateway::upstream::{RoundStream, UpstreamError};
+    let secret: std::sync::Arc<[String]> = vec!["sk-stream-secret-9".to_string()].into();
+    for chunk in [
+        r#"{"error":{"message":"This model's maximum context length is 4096 tokens (key sk-stream-secret-9)","code":400}}"#,
+        r#"{"object":"error","message":"This model's maximum context length is 4096 tokens (key sk-stream-secret-9)","type":"BadRequestError","code":400}"#,
+    ] {
+        let text = format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"a\"}}}}]}}\n\ndata: {chunk}\n\n");
+        let stream = futures_util::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from(text))]);
+        let mut rs = RoundStream::new(stream, std::time::Duration::from_secs(5)).with_secrets(secret.clone());
+        assert!(matches!(rs.next().await, Some(Ok(_))), "the text before the error");
+        let err = match rs.next().await {
+            Some(Err(e)) => e,
+            other => panic!("expected the upstream's error, got {other:?}"),
+        };
+        assert!(matches!(err, UpstreamError::Status { status: 400, .. }), "{err:?}");
+        assert_eq!(err.code(), "context_length_exceeded");
+        let msg = err.to_string();
+        assert!(!msg.contains("sk-stream-secret-9") && msg.contains("[redacted]"), "{msg}");
+    }
+}
+
+/// `user:password@` and a query string in the upstream URL: the query stays at the end of
+/// every path, the pair goes as Basic auth (no key configured), and neither the password,
+/// the pair (plain or Base64) nor a query value reaches a client in an echoed error.
+#[tokio::test]
+async fn upstream_url_credentials_and_query_are_used_and_never_echoed() {
+    let h = Harness::start_with(|c| {
+        let base = c.upstream.url.take().expect("url");
+        c.upstream.url = Some(format!("{}?token=qtoken-777", base.replace("http://", "http://alice:pw%21secret@")));
+    })
+    .await;
+    h.upstream.push(Script::text(&["ok"]));
+    let (status, body) = h.post(json!({"model":"m","input":"x"})).await;
+    assert_eq!(status, 200, "{body}");
+    let basic = {
+        use base64::Engine as _;
+        format!("Basic {}", base64::engine::general_purpose::STANDARD.encode("alice:pw!secret"))
+    };
+    assert_eq!(h.upstream.requests()[0].authorization.as_deref(), Some(basic.as_str()));
+    let echo = format!(r#"{{"error":{{"message":"denied: pw!secret / alice:pw!secret / {basic} / qtoken-777"}}}}"#);
+    h.upstream.push(Script::http_error(400, &echo));
+    let (status, body) = h.post(json!({"model":"m","input":"x"})).await;
+    assert_eq!(status, 400, "{body}");
+    let msg = error_of(&body)["message"].as_str().unwrap().to_string();
+    for secret in ["pw!secret", "cHchc2VjcmV0", "qtoken-777", "YWxpY2U6cHchc2VjcmV0"] {
+        assert!(!msg.contains(secret), "{secret} in {msg}");
+    }
+    assert!(msg.starts_with("upstream returned HTTP 400: denied:"), "{msg}");
+}

@@ -47,6 +47,16 @@ pub struct ChatChunk<'a> {
     pub usage: Option<ChatUsage>,
     #[serde(default)]
     pub error: Option<Value>,
+    /// `"error"` on the top-level error chunk vLLM sends mid-stream
+    /// (`{"object":"error","message":…,"code":400}`).
+    #[serde(default, deserialize_with = "lenient_str")]
+    pub object: Option<Cow<'a, str>>,
+    /// That error chunk's message.
+    #[serde(default, deserialize_with = "lenient_str")]
+    pub message: Option<Cow<'a, str>>,
+    /// That error chunk's code (an HTTP status as a number).
+    #[serde(default)]
+    pub code: Option<Value>,
 }
 
 /// One choice of a chunk.

@@ -3,6 +3,7 @@
 //! the `sse-stream` crate.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::pin::Pin;
 use std::time::Duration;
 
@@ -24,11 +25,35 @@ use super::{chat_request, FinishReason, RoundRequest, UpstreamError, UpstreamEve
 #[derive(Debug, Clone)]
 pub struct ChatCompletions {
     client: reqwest::Client,
-    base: String,
-    /// `{base}/chat/completions`, parsed once.
+    /// The base URL without its `user:password@` (sent as Basic auth when there is no key).
+    base: reqwest::Url,
+    /// `{base}/chat/completions` (the base's query string kept), built once.
     chat_url: reqwest::Url,
     api_key: Option<String>,
+    basic: Option<(String, Option<String>)>,
+    /// Every credential an upstream message could echo: the key, the URL's password, its
+    /// `user:password` and that pair in Base64, the URL's query values. Replaced by
+    /// `[redacted]` in every error message.
+    secrets: Arc<[String]>,
     idle: Duration,
+}
+
+/// `base` with `path` appended to its path; the query string stays at the end.
+fn endpoint(base: &reqwest::Url, path: &str) -> reqwest::Url {
+    let mut u = base.clone();
+    let joined = format!("{}{path}", base.path().trim_end_matches('/'));
+    u.set_path(&joined);
+    u
+}
+
+/// A URL's percent-encoded user or password, decoded (as sent in Basic auth).
+fn percent(s: &str) -> String {
+    percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned()
+}
+
+/// Replaces every secret in `s` by `[redacted]`.
+fn redact_with(secrets: &[String], s: &str) -> String {
+    secrets.iter().fold(s.to_string(), |acc, k| acc.replace(k.as_str(), "[redacted]"))
 }
 
 impl ChatCompletions {
@@ -42,19 +67,36 @@ impl ChatCompletions {
             .pool_max_idle_per_host(256)
             .pool_idle_timeout(pool_idle)
             .build()?;
-        let base = base.trim_end_matches('/').to_string();
-        let chat_url = reqwest::Url::parse(&format!("{base}/chat/completions"))?;
-        Ok(ChatCompletions { client, base, chat_url, api_key, idle })
+        let mut base = reqwest::Url::parse(base)?;
+        let user = percent(base.username());
+        let password = base.password().map(percent);
+        let mut secrets: Vec<String> = api_key.iter().filter(|k| !k.is_empty()).cloned().collect();
+        if let Some(pw) = password.as_ref().filter(|p| !p.is_empty()) {
+            use base64::Engine as _;
+            secrets.push(base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pw}")));
+            secrets.push(format!("{user}:{pw}"));
+            secrets.push(pw.clone());
+        }
+        secrets.extend(base.query_pairs().map(|(_, v)| v.into_owned()).filter(|v| v.len() >= 4));
+        // Longest first, so a secret that contains another is replaced whole.
+        secrets.sort_by_key(|k| std::cmp::Reverse(k.len()));
+        let basic = (!base.username().is_empty()).then(|| (user, password));
+        let _ = base.set_username("");
+        let _ = base.set_password(None);
+        let chat_url = endpoint(&base, "/chat/completions");
+        Ok(ChatCompletions { client, base, chat_url, api_key, basic, secrets: secrets.into(), idle })
     }
 
     fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
-        self.auth(self.client.request(method, format!("{}{path}", self.base)))
+        self.auth(self.client.request(method, endpoint(&self.base, path)))
     }
 
+    /// The key as Bearer; else the URL's `user:password` as Basic; else nothing.
     fn auth(&self, rb: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        match &self.api_key {
-            Some(k) => rb.bearer_auth(k),
-            None => rb,
+        match (&self.api_key, &self.basic) {
+            (Some(k), _) => rb.bearer_auth(k),
+            (None, Some((user, password))) => rb.basic_auth(user, password.as_ref()),
+            (None, None) => rb,
         }
     }
 
@@ -105,13 +147,22 @@ impl ChatCompletions {
             };
             return Err(UpstreamError::Status { status: status.as_u16(), message });
         }
-        Ok(RoundStream::new(resp.bytes_stream(), self.idle))
+        Ok(RoundStream::new(resp.bytes_stream(), self.idle).with_secrets(self.secrets.clone()))
     }
 
     /// A reqwest error without its URL (which may carry credentials) and without the key.
     fn sanitize(&self, e: reqwest::Error) -> UpstreamError {
         let timeout = e.is_timeout();
-        let msg = self.redact(&e.without_url().to_string());
+        let e = e.without_url();
+        // The causes say why ("connection refused", a TLS error); they carry no URL.
+        let mut msg = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(cause) = source {
+            msg.push_str(": ");
+            msg.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        let msg = self.redact(&msg);
         if timeout {
             UpstreamError::Timeout(self.idle.as_millis() as u64)
         } else {
@@ -120,10 +171,7 @@ impl ChatCompletions {
     }
 
     fn redact(&self, s: &str) -> String {
-        match &self.api_key {
-            Some(k) if !k.is_empty() => s.replace(k.as_str(), "[redacted]"),
-            _ => s.to_string(),
-        }
+        redact_with(&self.secrets, s)
     }
 
     /// The upstream's own error message (`error.message`, `error`, or `message`; a body
@@ -135,8 +183,13 @@ impl ChatCompletions {
                 .pointer("/error/message")
                 .or_else(|| v.get("error"))
                 .or_else(|| v.get("message"))
-                .and_then(Value::as_str)
-                .map(str::to_string),
+                .or_else(|| v.get("detail"))
+                .and_then(|m| match m {
+                    Value::String(s) => Some(s.clone()),
+                    // FastAPI's validation errors: `{"detail": [{…}]}`.
+                    Value::Array(_) | Value::Object(_) => Some(m.to_string()),
+                    _ => None,
+                }),
             None => std::str::from_utf8(body).ok().map(str::trim).filter(|t| !t.is_empty()).map(str::to_string),
         };
         let msg = msg.unwrap_or_else(|| "no error message".to_string());
@@ -159,6 +212,8 @@ pub struct RoundStream {
     done: bool,
     /// Native custom calls whose re-encoded arguments are still open.
     open_custom: Vec<usize>,
+    /// Credentials to redact from error messages (`ChatCompletions::secrets`).
+    secrets: Arc<[String]>,
 }
 
 enum Next {
@@ -184,7 +239,14 @@ impl RoundStream {
             finished: false,
             done: false,
             open_custom: Vec::new(),
+            secrets: Arc::from(Vec::new()),
         }
+    }
+
+    /// Redacts these credentials from every error the stream reports.
+    pub fn with_secrets(mut self, secrets: Arc<[String]>) -> Self {
+        self.secrets = secrets;
+        self
     }
 
     async fn poll_event(&mut self) -> Next {
@@ -212,8 +274,15 @@ impl RoundStream {
         .await
     }
 
-    /// The next event; `None` at the end of the round.
+    /// The next event; `None` at the end of the round. Error messages never hold a secret.
     pub async fn next(&mut self) -> Option<Result<UpstreamEvent, UpstreamError>> {
+        match self.next_raw().await {
+            Some(Err(e)) if !self.secrets.is_empty() => Some(Err(e.redacted(|m| redact_with(&self.secrets, m)))),
+            other => other,
+        }
+    }
+
+    async fn next_raw(&mut self) -> Option<Result<UpstreamEvent, UpstreamError>> {
         loop {
             if let Some(e) = self.pending.pop_front() {
                 return Some(Ok(e));
@@ -272,9 +341,18 @@ pub fn parse_chunk(
 ) -> Result<(), UpstreamError> {
     let chunk: ChatChunk<'_> =
         serde_json::from_str(data).map_err(|_| UpstreamError::Protocol("malformed chunk".into()))?;
-    if let Some(err) = chunk.error {
-        let msg = err.get("message").and_then(Value::as_str).unwrap_or("error in stream");
-        return Err(UpstreamError::Protocol(msg.chars().take(500).collect()));
+    // An error sent inside the 200 stream (`{"error":{…}}`, or vLLM's top-level
+    // `{"object":"error",…}`) is the upstream's error: its `code`, when an HTTP status,
+    // classifies it as a response with that status would be (e.g. a context-length 400).
+    let in_stream = match (&chunk.error, chunk.object.as_deref()) {
+        (Some(err), _) => Some((err.get("message").and_then(Value::as_str).map(str::to_string), err.get("code").cloned())),
+        (None, Some("error")) => Some((chunk.message.as_deref().map(str::to_string), chunk.code.clone())),
+        _ => None,
+    };
+    if let Some((msg, code)) = in_stream {
+        let status = code.as_ref().and_then(Value::as_u64).filter(|c| (400..600).contains(c)).unwrap_or(500) as u16;
+        let message = msg.unwrap_or_else(|| "error in stream".to_string()).chars().take(500).collect();
+        return Err(UpstreamError::Status { status, message });
     }
     if let Some(choice) = chunk.choice {
         let d = choice.delta;

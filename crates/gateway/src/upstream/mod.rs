@@ -102,6 +102,18 @@ impl UpstreamError {
     }
 }
 
+impl UpstreamError {
+    /// The same error with `redact` applied to its message.
+    pub fn redacted(self, redact: impl Fn(&str) -> String) -> UpstreamError {
+        match self {
+            UpstreamError::Unreachable(m) => UpstreamError::Unreachable(redact(&m)),
+            UpstreamError::Status { status, message } => UpstreamError::Status { status, message: redact(&message) },
+            UpstreamError::Protocol(m) => UpstreamError::Protocol(redact(&m)),
+            UpstreamError::Timeout(ms) => UpstreamError::Timeout(ms),
+        }
+    }
+}
+
 /// True when an upstream error message says the prompt exceeds the model's context.
 fn is_context_length(message: &str) -> bool {
     let m = message.to_ascii_lowercase();

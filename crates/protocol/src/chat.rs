@@ -47,11 +47,9 @@ pub struct ChatChunk<'a> {
     pub usage: Option<ChatUsage>,
     #[serde(default)]
     pub error: Option<Value>,
-    /// `"error"` on the top-level error chunk vLLM sends mid-stream
-    /// (`{"object":"error","message":…,"code":400}`).
-    #[serde(default, deserialize_with = "lenient_str")]
-    pub object: Option<Cow<'a, str>>,
-    /// That error chunk's message.
+    /// The message of the top-level error chunk vLLM sends mid-stream
+    /// (`{"object":"error","message":…,"code":400}`; `object` is not read, so that ordinary
+    /// chunks cost nothing more).
     #[serde(default, deserialize_with = "lenient_str")]
     pub message: Option<Cow<'a, str>>,
     /// That error chunk's code (an HTTP status as a number).

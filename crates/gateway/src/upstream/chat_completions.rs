@@ -344,9 +344,9 @@ pub fn parse_chunk(
     // An error sent inside the 200 stream (`{"error":{…}}`, or vLLM's top-level
     // `{"object":"error",…}`) is the upstream's error: its `code`, when an HTTP status,
     // classifies it as a response with that status would be (e.g. a context-length 400).
-    let in_stream = match (&chunk.error, chunk.object.as_deref()) {
+    let in_stream = match (&chunk.error, &chunk.message) {
         (Some(err), _) => Some((err.get("message").and_then(Value::as_str).map(str::to_string), err.get("code").cloned())),
-        (None, Some("error")) => Some((chunk.message.as_deref().map(str::to_string), chunk.code.clone())),
+        (None, Some(m)) if chunk.choice.is_none() => Some((Some(m.to_string()), chunk.code.clone())),
         _ => None,
     };
     if let Some((msg, code)) = in_stream {

@@ -159,8 +159,17 @@ def test_hosted_web_search_tool_runs_on_the_gateway(async_client, upstream, sear
     upstream.push(
         {"tool_calls": [{"name": "web_search", "arguments": json.dumps({"query": "axum 0.8"})}]},
         {"text": ["See", " [axum](https://docs.rs/axum/latest/axum/)."]},
+        {"text": ["Still", " axum."]},
     )
-    result = run(Runner.run(agent(async_client, tools=[WebSearchTool()]), "axum news?"))
+    a = agent(async_client, tools=[WebSearchTool()])
+
+    async def go():
+        first = await Runner.run(a, "axum news?")
+        # The SDK's next turn replays the items (no previous_response_id).
+        second = await Runner.run(a, first.to_input_list() + [{"role": "user", "content": "and then?"}])
+        return first, second
+
+    result, follow = run(go())
     assert result.final_output == "See [axum](https://docs.rs/axum/latest/axum/)."
     calls = [i.raw_item for i in result.new_items if i.type == "tool_call_item"]
     assert len(calls) == 1 and isinstance(calls[0], ResponseFunctionWebSearch)
@@ -170,6 +179,13 @@ def test_hosted_web_search_tool_runs_on_the_gateway(async_client, upstream, sear
     (ann,) = msg.content[0].annotations
     assert ann.type == "url_citation" and ann.url == "https://docs.rs/axum/latest/axum/"
     assert [q["q"] for q in searx.queries] == [["axum 0.8"]]
+
+    # On the replay, the gateway restores the stored results: the model sees them again.
+    assert follow.final_output == "Still axum."
+    tool_msgs = [m for m in upstream.chat_bodies()[-1]["messages"] if m["role"] == "tool"]
+    assert len(tool_msgs) == 1 and "<untrusted_search_results>" in tool_msgs[0]["content"]
+    assert "docs.rs/axum" in tool_msgs[0]["content"]
+    assert len(searx.queries) == 1
 
 
 @pytest.mark.parametrize("stream", [False, True])

@@ -111,6 +111,28 @@ async fn search_results_are_replayed_exactly(db: Arc<TestDb>) {
     let replayed: Vec<&Value> = m.as_array().unwrap().iter().filter(|x| x["role"] == "tool").collect();
     assert_eq!(replayed, vec![&tool_msg], "the same results, not a lossy rebuild");
     assert_eq!(m.as_array().unwrap().len(), seen.as_array().unwrap().len() + 2);
+
+    // Replaying the turn's items instead (as the Agents SDK does) restores them too, also in
+    // a store:false request; once the response is deleted, the rebuild from the query is all.
+    let mut input = vec![json!({"role":"user","content":"When is Berlin Art Week?"})];
+    input.extend(r1["output"].as_array().unwrap().iter().cloned());
+    input.push(json!({"role":"user","content":"Thanks"}));
+    for store in [true, false] {
+        h.upstream.push(Script::text(&["ok"]));
+        let (s, r) = h.post(json!({"model":"m","input":input,"tools":[{"type":"web_search"}],"store":store})).await;
+        assert_eq!(s, 200, "{r}");
+        let m = h.upstream.requests().last().unwrap().body["messages"].clone();
+        let replayed: Vec<&Value> = m.as_array().unwrap().iter().filter(|x| x["role"] == "tool").map(|x| &x["content"]).collect();
+        assert_eq!(replayed, vec![&tool_msg["content"]], "stored results restored for a replayed item (store: {store})");
+    }
+    let (s, _) = h.delete(&format!("/v1/responses/{}", r1["id"].as_str().unwrap())).await;
+    assert_eq!(s, 200);
+    h.upstream.push(Script::text(&["ok"]));
+    let (s, _) = h.post(json!({"model":"m","input":input,"tools":[{"type":"web_search"}],"store":false})).await;
+    assert_eq!(s, 200);
+    let m = h.upstream.requests().last().unwrap().body["messages"].clone();
+    let tool = m.as_array().unwrap().iter().find(|x| x["role"] == "tool").unwrap().clone();
+    assert!(tool["content"].as_str().unwrap().contains("results not kept"), "{tool}");
 }
 
 /// Unknown, deleted and `store: false` ids: 400 `previous_response_not_found` naming the id.

@@ -3,13 +3,13 @@
 //! store access of a turn before it runs happens here, before any stream starts, so a
 //! missing id is a 400/404, a busy conversation a 409 and an unreachable store a 503.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use protocol::input::InputItem;
+use protocol::input::{Input, InputItem};
 use protocol::{ApiError, CreateResponse};
 use serde_json::Value;
 
@@ -36,6 +36,8 @@ pub struct Continuation {
     pub previous_response_id: Option<String>,
     /// Echoed as `conversation: {id}`.
     pub conversation_id: Option<String>,
+    /// Stored results of the `web_search_call` items the input replays, by item id.
+    pub restored: HashMap<String, String>,
 }
 
 impl Continuation {
@@ -57,7 +59,7 @@ impl Continuation {
             all.extend(items);
             all
         };
-        transcript::build(self.base.take(), instructions, &all, is_server_tool).map_err(|mut e| {
+        transcript::build(self.base.take(), instructions, &all, is_server_tool, &self.restored).map_err(|mut e| {
             let conv = self.conversation_id.as_deref().unwrap_or_default();
             let item_id = |i: usize| self.prefix_ids.get(i).map(String::as_str).unwrap_or_default();
             match e.param.as_deref().and_then(input_index) {
@@ -191,6 +193,25 @@ pub async fn prepare(req: CreateResponse, body: &[u8], ctx: &Context<'_>) -> Res
         // Fail before any stream starts when the turn could not be stored.
         ctx.store.ping().await?;
     }
+    // A replayed web_search_call of a stored turn gets its results back (the Agents SDK
+    // replays items rather than continuing by previous_response_id).
+    let replayed: Vec<String> = match &req.input {
+        Some(Input::Items(items)) => items
+            .iter()
+            .filter_map(|i| match i {
+                InputItem::WebSearchCall(ws) => Some(ws.id.clone()),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    if !replayed.is_empty() {
+        match ctx.store.tool_results(&replayed).await {
+            Ok(found) => from.restored = found,
+            // Not fatal: the replay falls back to the query and sources.
+            Err(e) => tracing::warn!(error = %e, "stored web search results could not be read"),
+        }
+    }
     let previous_response_id = from.previous_response_id.clone();
     let result = match prepare_with(req, ctx.models, ctx.reject_unknown, ctx.registry, from) {
         Ok(mut p) => resolve_file_stores(&mut p).await.map(|()| p),
@@ -245,7 +266,7 @@ async fn begin_conversation(ctx: &Context<'_>, id: String) -> Result<(Continuati
     .await;
     match loaded {
         Ok((version, base, prefix, prefix_ids)) => {
-            let from = Continuation { base, prefix, prefix_ids, previous_response_id: None, conversation_id: Some(id.clone()) };
+            let from = Continuation { base, prefix, prefix_ids, previous_response_id: None, conversation_id: Some(id.clone()), restored: HashMap::new() };
             Ok((from, ConversationTurn { id, version, lease }))
         }
         Err(e) => {

@@ -97,6 +97,25 @@ impl Transcript {
         self.entries.push(Entry::Assistant { text, calls });
     }
 
+    /// The ids of the calls to the model-visible function `name`, in order.
+    pub fn call_ids_named(&self, name: &str) -> Vec<&str> {
+        self.entries
+            .iter()
+            .flat_map(|e| match e {
+                Entry::Assistant { calls, .. } => calls.iter().filter(|c| c.name == name).map(|c| c.call_id.as_str()).collect(),
+                _ => Vec::new(),
+            })
+            .collect()
+    }
+
+    /// The content of the tool result answering `call_id`, if any.
+    pub fn tool_result(&self, call_id: &str) -> Option<&str> {
+        self.entries.iter().rev().find_map(|e| match e {
+            Entry::ToolResult { call_id: id, content } if id == call_id => Some(content.as_str()),
+            _ => None,
+        })
+    }
+
     /// Appends a tool result.
     pub fn push_tool_result(&mut self, call_id: String, content: String) {
         self.entries.push(Entry::ToolResult { call_id, content });
@@ -165,11 +184,13 @@ impl Transcript {
 /// call of a server tool (`is_server_tool`) without its output — an older SDK drops
 /// `custom_tool_call_output` — is dropped from the transcript instead. `base` is the
 /// stored transcript a continuation starts from; its unanswered calls may be answered here.
+/// `restored`: stored results of replayed `web_search_call` items, by item id.
 pub fn build(
     base: Option<Transcript>,
     instructions: Option<&str>,
     items: &[InputItem],
     is_server_tool: &dyn Fn(&str) -> bool,
+    restored: &std::collections::HashMap<String, String>,
 ) -> Result<Transcript, ApiError> {
     let mut t = base.unwrap_or_default();
     t.instructions = instructions.filter(|s| !s.is_empty()).map(str::to_string);
@@ -212,10 +233,13 @@ pub fn build(
                 t.push_tool_result(call_id, content);
             }
             InputItem::WebSearchCall(ws) => {
-                // Lossy by design: the results are private, so a replayed search becomes the
-                // call plus a tool message rebuilt from its query and sources.
+                // The results are private: a replayed search becomes the call plus the stored
+                // results (`restored`, for a stored turn) or a tool message rebuilt from its
+                // query and sources.
                 let (call, result) = web_search_replay(ws);
                 t.push_call(call);
+                // A stored turn's results come back as the model saw them.
+                let result = restored.get(&ws.id).cloned().unwrap_or(result);
                 t.push_tool_result(ws.id.clone(), result);
             }
             InputItem::FileSearchCall(fs) => {
@@ -518,7 +542,7 @@ mod tests {
     use serde_json::json;
 
     fn b(i: Option<&str>, items: &[InputItem]) -> Result<Transcript, ApiError> {
-        build(None, i, items, &|n| n == "package_version")
+        build(None, i, items, &|n| n == "package_version", &Default::default())
     }
 
     #[test]

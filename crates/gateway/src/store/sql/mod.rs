@@ -7,6 +7,7 @@ mod conversations;
 mod responses;
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -32,13 +33,22 @@ struct Embedded;
 impl MigrationSource<'static> for Embedded {
     fn resolve(self) -> BoxFuture<'static, Result<Vec<Migration>, sqlx::error::BoxDynError>> {
         Box::pin(async {
-            Ok(vec![Migration::new(
-                1,
-                Cow::Borrowed("init"),
-                MigrationType::Simple,
-                Cow::Borrowed(include_str!("../../../migrations/0001_init.sql")),
-                false,
-            )])
+            Ok(vec![
+                Migration::new(
+                    1,
+                    Cow::Borrowed("init"),
+                    MigrationType::Simple,
+                    Cow::Borrowed(include_str!("../../../migrations/0001_init.sql")),
+                    false,
+                ),
+                Migration::new(
+                    2,
+                    Cow::Borrowed("tool_results"),
+                    MigrationType::Simple,
+                    Cow::Borrowed(include_str!("../../../migrations/0002_tool_results.sql")),
+                    false,
+                ),
+            ])
         })
     }
 }
@@ -276,6 +286,10 @@ impl Store for SqlStore {
 
     fn delete_response<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(self.delete_response_row(id))
+    }
+
+    fn tool_results<'a>(&'a self, call_ids: &'a [String]) -> BoxFuture<'a, Result<HashMap<String, String>, StoreError>> {
+        Box::pin(self.tool_results_of(call_ids))
     }
 
     fn input_items<'a>(&'a self, id: &'a str, q: &'a ListQuery) -> BoxFuture<'a, Result<Option<Page>, StoreError>> {

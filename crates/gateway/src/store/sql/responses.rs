@@ -1,6 +1,8 @@
 //! Stored responses: load one column of one row (size-checked before it is read), delete,
 //! and the atomic end-of-turn write (response row + conversation append + lease release).
 
+use std::collections::HashMap;
+
 use serde_json::Value;
 use sqlx::Row;
 
@@ -70,7 +72,23 @@ impl SqlStore {
 
     pub(super) async fn delete_response_row(&self, id: &str) -> Result<bool, StoreError> {
         let done = sqlx::query("DELETE FROM responses WHERE id = $1").bind(id).execute(&self.pool).await.map_err(db_err)?;
+        sqlx::query("DELETE FROM tool_results WHERE response_id = $1").bind(id).execute(&self.pool).await.map_err(db_err)?;
         Ok(done.rows_affected() > 0)
+    }
+
+    pub(super) async fn tool_results_of(&self, call_ids: &[String]) -> Result<HashMap<String, String>, StoreError> {
+        let mut out = HashMap::new();
+        for id in call_ids {
+            let output: Option<String> = sqlx::query_scalar("SELECT output FROM tool_results WHERE call_id = $1")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_err)?;
+            if let Some(o) = output {
+                out.insert(id.clone(), o);
+            }
+        }
+        Ok(out)
     }
 
     pub(super) async fn input_items_of(&self, id: &str, q: &ListQuery) -> Result<Option<Page>, StoreError> {
@@ -84,10 +102,18 @@ impl SqlStore {
     /// never has to upgrade a read lock); a lost lease rolls everything back.
     pub(super) async fn save(&self, turn: TurnRecord) -> Result<(), StoreError> {
         let transcript = to_json(&turn.transcript)?;
+        let tool_results = if turn.stored.is_some() { turn.tool_results.as_slice() } else { &[] };
         let Some(conv) = &turn.conversation else {
-            // One statement is atomic on its own: no transaction round trips.
             if let Some(stored) = &turn.stored {
-                insert_response(&turn, stored, &transcript).execute(&self.pool).await.map_err(db_err)?;
+                if tool_results.is_empty() {
+                    // One statement is atomic on its own: no transaction round trips.
+                    insert_response(&turn, stored, &transcript).execute(&self.pool).await.map_err(db_err)?;
+                } else {
+                    let mut tx = self.pool.begin().await.map_err(db_err)?;
+                    insert_response(&turn, stored, &transcript).execute(&mut *tx).await.map_err(db_err)?;
+                    insert_tool_results(&mut tx, &turn.response_id, tool_results).await?;
+                    tx.commit().await.map_err(db_err)?;
+                }
             }
             return Ok(());
         };
@@ -119,10 +145,29 @@ impl SqlStore {
         insert_items(&mut tx, &conv.id, next - n, &conv.items, true).await?;
         if let Some(stored) = &turn.stored {
             insert_response(&turn, stored, &transcript).execute(&mut *tx).await.map_err(db_err)?;
+            insert_tool_results(&mut tx, &turn.response_id, tool_results).await?;
         }
         tx.commit().await.map_err(db_err)?;
         Ok(())
     }
+}
+
+/// The `tool_results` rows of a turn (a call id already stored keeps its first row).
+async fn insert_tool_results(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    response_id: &str,
+    results: &[(String, String)],
+) -> Result<(), StoreError> {
+    for (call_id, output) in results {
+        sqlx::query("INSERT INTO tool_results (call_id, response_id, output) VALUES ($1, $2, $3) ON CONFLICT (call_id) DO NOTHING")
+            .bind(call_id)
+            .bind(response_id)
+            .bind(output)
+            .execute(&mut **tx)
+            .await
+            .map_err(db_err)?;
+    }
+    Ok(())
 }
 
 /// The `responses` row of a turn.

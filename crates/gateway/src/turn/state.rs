@@ -193,18 +193,22 @@ pub async fn prepare(req: CreateResponse, body: &[u8], ctx: &Context<'_>) -> Res
         // Fail before any stream starts when the turn could not be stored.
         ctx.store.ping().await?;
     }
-    // A replayed web_search_call of a stored turn gets its results back (the Agents SDK
-    // replays items rather than continuing by previous_response_id).
-    let replayed: Vec<String> = match &req.input {
-        Some(Input::Items(items)) => items
-            .iter()
-            .filter_map(|i| match i {
-                InputItem::WebSearchCall(ws) => Some(ws.id.clone()),
-                _ => None,
-            })
-            .collect(),
-        _ => Vec::new(),
+    // A replayed web_search_call of a stored turn (in the input, or among conversation items
+    // whose transcript is not current) gets its results back (the Agents SDK replays items
+    // rather than continuing by previous_response_id).
+    let input: &[InputItem] = match &req.input {
+        Some(Input::Items(items)) => items,
+        _ => &[],
     };
+    let replayed: Vec<String> = from
+        .prefix
+        .iter()
+        .chain(input)
+        .filter_map(|i| match i {
+            InputItem::WebSearchCall(ws) => Some(ws.id.clone()),
+            _ => None,
+        })
+        .collect();
     if !replayed.is_empty() {
         match ctx.store.tool_results(&replayed).await {
             Ok(found) => from.restored = found,

@@ -189,9 +189,10 @@ def test_hosted_web_search_tool_runs_on_the_gateway(async_client, upstream, sear
 
 
 @pytest.mark.parametrize("stream", [False, True])
-def test_upstream_failure_reaches_the_sdk_as_an_error(async_client, upstream, stream):
+def test_upstream_failure_reaches_the_sdk_as_an_error(async_client, upstream, gateway, stream):
     upstream.push({"http_status": 500, "error_body": json.dumps({"error": {"message": "model crashed"}})})
     a = agent(async_client)
+    mark = gateway.proc.log_size()
 
     async def go():
         if stream:
@@ -210,3 +211,6 @@ def test_upstream_failure_reaches_the_sdk_as_an_error(async_client, upstream, st
     else:
         assert isinstance(e.value, openai.InternalServerError) and e.value.status_code == 502
         assert "model crashed" in e.value.message
+    # The operator sees it too: one warn line with the code and the upstream's message.
+    log = gateway.proc.tail(since=mark)
+    assert "WARN" in log and "turn failed on the upstream" in log and "model crashed" in log, log

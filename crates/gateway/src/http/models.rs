@@ -46,5 +46,9 @@ async fn models(state: &AppState) -> Result<Value, HttpError> {
         .upstream
         .models(Duration::from_secs(10))
         .await
-        .map_err(|e| e.to_http())
+        .map_err(|e| {
+            // Messages never hold the URL's credentials or the key (`UpstreamError`).
+            tracing::warn!(code = e.code(), error = %e, "listing the upstream's models failed");
+            e.to_http()
+        })
 }

@@ -1,10 +1,11 @@
--- The private result of each gateway tool call of a stored turn (for now: web_search),
--- by call id (the `ws_…` item id): a client that replays a stored turn's items instead of
--- sending previous_response_id (the Agents SDK does) gets the results back for the model.
--- Deleted with their response.
+-- The private results of each `web_search_call` item of a stored turn, by item id (`ws_…`),
+-- with the query they answer: a client that replays a stored turn's items instead of sending
+-- previous_response_id (the Agents SDK does) gets the results back for the model, when the
+-- replayed item asks the same query. Deleted with their response.
 CREATE TABLE tool_results (
-    call_id TEXT PRIMARY KEY,
+    item_id TEXT PRIMARY KEY,
     response_id TEXT NOT NULL,
+    query TEXT NOT NULL,
     output TEXT NOT NULL
 );
 

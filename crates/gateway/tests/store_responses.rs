@@ -135,6 +135,59 @@ async fn search_results_are_replayed_exactly(db: Arc<TestDb>) {
     assert!(tool["content"].as_str().unwrap().contains("results not kept"), "{tool}");
 }
 
+/// Each replayed `web_search_call` gets its own search's results, also when calls of the
+/// same round produced no item (invalid arguments); a replayed item whose query was changed
+/// gets the lossy rebuild, not the stored results.
+async fn replayed_searches_get_their_own_results(db: Arc<TestDb>) {
+    use common::search_fixture::{searxng_page, Mode, SearchFixture};
+    let fx = SearchFixture::start().await;
+    fx.set(Mode::Ok(searxng_page()));
+    let url = format!("{}/search", fx.origin);
+    let h = Harness::start_on(
+        db,
+        move |c| {
+            c.web_search.backend = Some(responses_gateway::config::WebSearchBackendKind::Http);
+            c.web_search.http.url = Some(url);
+        },
+        |_| {},
+    )
+    .await;
+    h.upstream.push(
+        Script::default()
+            .with_tool(ToolCallScript::new("web_search", r#"{"query":"mu"}"#))
+            .with_tool(ToolCallScript::new("web_search", r#"{"query":""}"#))
+            .with_tool(ToolCallScript::new("web_search", r#"{"query":"nu"}"#)),
+    );
+    h.upstream.push(Script::text(&["done"]));
+    let (s, r1) = h.post(json!({"model":"m","input":"x","tools":[{"type":"web_search"}]})).await;
+    assert_eq!(s, 200, "{r1}");
+    let ws: Vec<Value> = r1["output"].as_array().unwrap().iter().filter(|i| i["type"] == "web_search_call").cloned().collect();
+    assert_eq!(ws.len(), 2, "the invalid call has no item: {r1}");
+    let mut input = vec![json!({"role":"user","content":"x"})];
+    input.extend(r1["output"].as_array().unwrap().iter().cloned());
+    input.push(json!({"role":"user","content":"and?"}));
+    h.upstream.push(Script::text(&["ok"]));
+    let (s, _) = h.post(json!({"model":"m","input":input,"store":false})).await;
+    assert_eq!(s, 200);
+    let m = h.upstream.requests().last().unwrap().body["messages"].clone();
+    let tool = |id: &Value| m.as_array().unwrap().iter().find(|x| x["role"] == "tool" && x["tool_call_id"] == *id).unwrap()["content"].clone();
+    for (item, query) in ws.iter().zip(["mu", "nu"]) {
+        let content = tool(&item["id"]);
+        assert!(content.as_str().unwrap().starts_with(&format!("Web search results for \"{query}\"")), "{query}: {content}");
+    }
+    // The same item asking something else is not given the stored results.
+    let mut changed = input.clone();
+    let i = changed.iter().position(|x| x["id"] == ws[0]["id"]).unwrap();
+    changed[i]["action"]["query"] = json!("beta");
+    changed[i]["action"]["queries"] = json!(["beta"]);
+    h.upstream.push(Script::text(&["ok"]));
+    let (s, _) = h.post(json!({"model":"m","input":changed,"store":false})).await;
+    assert_eq!(s, 200);
+    let m = h.upstream.requests().last().unwrap().body["messages"].clone();
+    let content = m.as_array().unwrap().iter().find(|x| x["role"] == "tool" && x["tool_call_id"] == ws[0]["id"]).unwrap()["content"].clone();
+    assert_eq!(content, json!("Web search for \"beta\" (earlier turn; results not kept)."));
+}
+
 /// Unknown, deleted and `store: false` ids: 400 `previous_response_not_found` naming the id.
 async fn unknown_deleted_and_unstored_ids_are_400(db: Arc<TestDb>) {
     let h = start(db).await;
@@ -409,6 +462,7 @@ on_both_backends!(
     chain_of_three_with_a_tool_round_trip,
     gateway_tool_results_are_replayed,
     search_results_are_replayed_exactly,
+    replayed_searches_get_their_own_results,
     unknown_deleted_and_unstored_ids_are_400,
     retrieve_returns_what_was_answered,
     input_items_paginate,

@@ -145,7 +145,8 @@ impl Emitter {
         output_index
     }
 
-    pub(super) fn item_id(&self, output_index: usize) -> String {
+    /// The id of the item at `output_index` (empty if there is none).
+    pub(crate) fn item_id(&self, output_index: usize) -> String {
         self.acc.item(output_index).map(|i| i.id().to_string()).unwrap_or_default()
     }
 

@@ -130,9 +130,9 @@ pub struct TurnRecord {
     /// What the model saw at the end of the turn (instructions excluded).
     pub transcript: Transcript,
     pub conversation: Option<ConversationAppend>,
-    /// `(call_id, output)` of this turn's gateway tool calls whose results are private
-    /// (web_search), stored with the response so that a replay of its items restores them.
-    pub tool_results: Vec<(String, String)>,
+    /// `(item id, query, output)` of this turn's `web_search_call` items, whose results are
+    /// private: stored with the response so that a replay of its items restores them.
+    pub tool_results: Vec<(String, String, String)>,
 }
 
 /// The JSON text of a stored Response row, serialized once by the turn's end.
@@ -168,9 +168,9 @@ pub trait Store: Send + Sync + Debug {
     fn response<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Value>, StoreError>>;
     /// Deletes a stored response; false when there was none.
     fn delete_response<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
-    /// The stored private results of these gateway tool calls (`ws_…` ids of stored turns),
-    /// by call id; ids not found are left out.
-    fn tool_results<'a>(&'a self, call_ids: &'a [String]) -> BoxFuture<'a, Result<std::collections::HashMap<String, String>, StoreError>>;
+    /// The stored `(query, results)` of these `web_search_call` items of stored turns, by
+    /// item id; ids not found are left out.
+    fn tool_results<'a>(&'a self, item_ids: &'a [String]) -> BoxFuture<'a, Result<std::collections::HashMap<String, (String, String)>, StoreError>>;
     /// A page of the response's input items (None: unknown response).
     fn input_items<'a>(&'a self, id: &'a str, q: &'a ListQuery) -> BoxFuture<'a, Result<Option<Page>, StoreError>>;
     /// Writes a finished turn atomically: the response row (if stored) and the

@@ -57,6 +57,8 @@ pub struct Executed {
     pub sources: Vec<Source>,
     /// Usage of private upstream calls made by executors.
     pub usage: Usage,
+    /// `(item id, call id, query)` of each `web_search_call` item of the round.
+    pub web_searches: Vec<(String, String, String)>,
 }
 
 /// Validates a gateway call's arguments: valid JSON that matches the tool's parameter
@@ -161,6 +163,7 @@ pub async fn run_calls(calls: Vec<GatewayCall>, emitter: &mut Emitter, max_paral
                 });
                 let action = WebSearchAction { kind: "search".into(), query: call.input.clone(), queries: vec![call.input.clone()], sources };
                 emitter.web_search_done(idx, action, done.ok);
+                out.web_searches.push((emitter.item_id(idx), call.call_id.clone(), call.input.clone()));
             }
             Exec::FileSearch { queries, include_results, .. } => {
                 let mut done = done;

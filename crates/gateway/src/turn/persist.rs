@@ -11,7 +11,7 @@ use protocol::response::Response;
 
 use crate::store::{ConversationAppend, Store, StoreError, StoredResponse, TurnRecord};
 use crate::turn::state::Lease;
-use crate::turn::transcript::{Transcript, PROGRESS_ID_PREFIX, WEB_SEARCH_FUNCTION};
+use crate::turn::transcript::{Transcript, PROGRESS_ID_PREFIX};
 
 /// What to write when the turn ends, planned by `turn::state::prepare`.
 #[derive(Debug, Clone)]
@@ -68,7 +68,7 @@ pub async fn commit(plan: Persist, response: &Response, transcript: Transcript) 
         }
         None => None,
     };
-    let tool_results = if plan.store_response { web_search_results(response, &transcript) } else { Vec::new() };
+    let tool_results = if plan.store_response { web_search_results(&transcript) } else { Vec::new() };
     let record = TurnRecord {
         tool_results,
         response_id: response.id.clone(),
@@ -86,29 +86,16 @@ pub async fn commit(plan: Persist, response: &Response, transcript: Transcript) 
     Ok(())
 }
 
-/// `(item id, results)` of this turn's `web_search_call` items. The results are private (not
-/// in the item), so they are kept by item id for a client that replays the turn's items
-/// instead of continuing by previous_response_id. This turn's searches are the transcript's
-/// last web_search calls (a turn's calls are appended after its input), in the order their
-/// items were emitted.
-fn web_search_results(response: &Response, transcript: &Transcript) -> Vec<(String, String)> {
-    let items: Vec<&String> = response
-        .output
+/// `(item id, query, results)` of this turn's `web_search_call` items. The results are
+/// private (not in the item), so they are kept by item id for a client that replays the
+/// turn's items instead of continuing by previous_response_id.
+fn web_search_results(transcript: &Transcript) -> Vec<(String, String, String)> {
+    transcript
+        .web_searches
         .iter()
-        .filter_map(|item| match item {
-            protocol::output::OutputItem::WebSearchCall { id, .. } => Some(id),
-            _ => None,
+        .filter_map(|(item_id, call_id, query)| {
+            transcript.tool_result(call_id).map(|o| (item_id.clone(), query.clone(), o.to_string()))
         })
-        .collect();
-    if items.is_empty() {
-        return Vec::new();
-    }
-    let calls = transcript.call_ids_named(WEB_SEARCH_FUNCTION);
-    let Some(ours) = calls.len().checked_sub(items.len()).map(|start| &calls[start..]) else { return Vec::new() };
-    items
-        .into_iter()
-        .zip(ours)
-        .filter_map(|(item_id, call_id)| transcript.tool_result(call_id).map(|o| (item_id.clone(), o.to_string())))
         .collect()
 }
 

@@ -36,8 +36,8 @@ pub struct Continuation {
     pub previous_response_id: Option<String>,
     /// Echoed as `conversation: {id}`.
     pub conversation_id: Option<String>,
-    /// Stored results of the `web_search_call` items the input replays, by item id.
-    pub restored: HashMap<String, String>,
+    /// Stored `(query, results)` of the `web_search_call` items the input replays, by item id.
+    pub restored: HashMap<String, (String, String)>,
 }
 
 impl Continuation {

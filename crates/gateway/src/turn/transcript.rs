@@ -52,6 +52,10 @@ pub struct Transcript {
     /// continuation cites earlier turns' chunks and numbers new ones after them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub file_sources: Vec<crate::events::file_citations::FileSource>,
+    /// `(item id, call id, query)` of this turn's `web_search_call` items (not stored in the
+    /// transcript: the store keeps their results by item id).
+    #[serde(skip)]
+    pub web_searches: Vec<(String, String, String)>,
 }
 
 impl Transcript {
@@ -95,17 +99,6 @@ impl Transcript {
     /// Appends an assistant turn.
     pub fn push_assistant(&mut self, text: String, calls: Vec<Call>) {
         self.entries.push(Entry::Assistant { text, calls });
-    }
-
-    /// The ids of the calls to the model-visible function `name`, in order.
-    pub fn call_ids_named(&self, name: &str) -> Vec<&str> {
-        self.entries
-            .iter()
-            .flat_map(|e| match e {
-                Entry::Assistant { calls, .. } => calls.iter().filter(|c| c.name == name).map(|c| c.call_id.as_str()).collect(),
-                _ => Vec::new(),
-            })
-            .collect()
     }
 
     /// The content of the tool result answering `call_id`, if any.
@@ -184,13 +177,13 @@ impl Transcript {
 /// call of a server tool (`is_server_tool`) without its output — an older SDK drops
 /// `custom_tool_call_output` — is dropped from the transcript instead. `base` is the
 /// stored transcript a continuation starts from; its unanswered calls may be answered here.
-/// `restored`: stored results of replayed `web_search_call` items, by item id.
+/// `restored`: stored `(query, results)` of replayed `web_search_call` items, by item id.
 pub fn build(
     base: Option<Transcript>,
     instructions: Option<&str>,
     items: &[InputItem],
     is_server_tool: &dyn Fn(&str) -> bool,
-    restored: &std::collections::HashMap<String, String>,
+    restored: &std::collections::HashMap<String, (String, String)>,
 ) -> Result<Transcript, ApiError> {
     let mut t = base.unwrap_or_default();
     t.instructions = instructions.filter(|s| !s.is_empty()).map(str::to_string);
@@ -236,10 +229,14 @@ pub fn build(
                 // The results are private: a replayed search becomes the call plus the stored
                 // results (`restored`, for a stored turn) or a tool message rebuilt from its
                 // query and sources.
-                let (call, result) = web_search_replay(ws);
+                let (call, result, query) = web_search_replay(ws);
                 t.push_call(call);
-                // A stored turn's results come back as the model saw them.
-                let result = restored.get(&ws.id).cloned().unwrap_or(result);
+                // A stored turn's results come back as the model saw them, if the replayed
+                // item still asks what the stored one asked.
+                let result = match restored.get(&ws.id) {
+                    Some((stored_query, output)) if *stored_query == query => output.clone(),
+                    _ => result,
+                };
                 t.push_tool_result(ws.id.clone(), result);
             }
             InputItem::FileSearchCall(fs) => {
@@ -277,7 +274,7 @@ pub fn build(
 /// The model-visible name of the gateway's web search function.
 pub const WEB_SEARCH_FUNCTION: &str = "web_search";
 
-fn web_search_replay(ws: &protocol::input::WebSearchCallItem) -> (Call, String) {
+fn web_search_replay(ws: &protocol::input::WebSearchCallItem) -> (Call, String, String) {
     let action = ws.action.as_ref();
     let query = action
         .and_then(|a| a.get("query").and_then(|q| q.as_str()).map(str::to_string))
@@ -297,7 +294,7 @@ fn web_search_replay(ws: &protocol::input::WebSearchCallItem) -> (Call, String) 
         name: WEB_SEARCH_FUNCTION.to_string(),
         arguments: serde_json::json!({"query": query}).to_string(),
     };
-    (call, result)
+    (call, result, query)
 }
 
 fn file_search_replay(fs: &protocol::input::FileSearchCallItem, sources: &mut Vec<crate::events::file_citations::FileSource>) -> (Call, String) {

@@ -288,6 +288,7 @@ mod tests {
                 Entry::ToolResult { call_id: "c2".into(), content: "1".into() },
             ],
             file_sources: Vec::new(),
+            web_searches: Vec::new(),
         };
         let weather = UpstreamFunction {
             name: "get_weather".into(),

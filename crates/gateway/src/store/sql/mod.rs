@@ -288,8 +288,8 @@ impl Store for SqlStore {
         Box::pin(self.delete_response_row(id))
     }
 
-    fn tool_results<'a>(&'a self, call_ids: &'a [String]) -> BoxFuture<'a, Result<HashMap<String, String>, StoreError>> {
-        Box::pin(self.tool_results_of(call_ids))
+    fn tool_results<'a>(&'a self, item_ids: &'a [String]) -> BoxFuture<'a, Result<HashMap<String, (String, String)>, StoreError>> {
+        Box::pin(self.tool_results_of(item_ids))
     }
 
     fn input_items<'a>(&'a self, id: &'a str, q: &'a ListQuery) -> BoxFuture<'a, Result<Option<Page>, StoreError>> {

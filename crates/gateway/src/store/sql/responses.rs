@@ -76,16 +76,16 @@ impl SqlStore {
         Ok(done.rows_affected() > 0)
     }
 
-    pub(super) async fn tool_results_of(&self, call_ids: &[String]) -> Result<HashMap<String, String>, StoreError> {
+    pub(super) async fn tool_results_of(&self, item_ids: &[String]) -> Result<HashMap<String, (String, String)>, StoreError> {
         let mut out = HashMap::new();
-        for id in call_ids {
-            let output: Option<String> = sqlx::query_scalar("SELECT output FROM tool_results WHERE call_id = $1")
+        for id in item_ids {
+            let row: Option<(String, String)> = sqlx::query_as("SELECT query, output FROM tool_results WHERE item_id = $1")
                 .bind(id)
                 .fetch_optional(&self.pool)
                 .await
                 .map_err(db_err)?;
-            if let Some(o) = output {
-                out.insert(id.clone(), o);
+            if let Some(r) = row {
+                out.insert(id.clone(), r);
             }
         }
         Ok(out)
@@ -152,16 +152,19 @@ impl SqlStore {
     }
 }
 
-/// The `tool_results` rows of a turn (a call id already stored keeps its first row).
+/// The `tool_results` rows of a turn (an item id already stored keeps its first row).
 async fn insert_tool_results(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     response_id: &str,
-    results: &[(String, String)],
+    results: &[(String, String, String)],
 ) -> Result<(), StoreError> {
-    for (call_id, output) in results {
-        sqlx::query("INSERT INTO tool_results (call_id, response_id, output) VALUES ($1, $2, $3) ON CONFLICT (call_id) DO NOTHING")
-            .bind(call_id)
+    for (item_id, query, output) in results {
+        sqlx::query(
+            "INSERT INTO tool_results (item_id, response_id, query, output) VALUES ($1, $2, $3, $4) ON CONFLICT (item_id) DO NOTHING",
+        )
+            .bind(item_id)
             .bind(response_id)
+            .bind(query)
             .bind(output)
             .execute(&mut **tx)
             .await

@@ -20,6 +20,24 @@ async fn start(db: Arc<TestDb>) -> Harness {
     Harness::start_on(db, |_| {}, |_| {}).await
 }
 
+/// A gateway whose web_search runs on a SearXNG-shaped fixture (kept alive by the caller).
+async fn start_with_searxng(db: Arc<TestDb>) -> (Harness, common::search_fixture::SearchFixture) {
+    use common::search_fixture::{searxng_page, Mode, SearchFixture};
+    let fx = SearchFixture::start().await;
+    fx.set(Mode::Ok(searxng_page()));
+    let url = format!("{}/search", fx.origin);
+    let h = Harness::start_on(
+        db,
+        move |c| {
+            c.web_search.backend = Some(responses_gateway::config::WebSearchBackendKind::Http);
+            c.web_search.http.url = Some(url);
+        },
+        |_| {},
+    )
+    .await;
+    (h, fx)
+}
+
 fn roles(messages: &Value) -> Vec<String> {
     messages.as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap().to_string()).collect()
 }
@@ -84,19 +102,7 @@ async fn gateway_tool_results_are_replayed(db: Arc<TestDb>) {
 /// Web search results are private (not on the wire): a `previous_response_id`
 /// continuation still gives the model exactly the tool message it saw, results included.
 async fn search_results_are_replayed_exactly(db: Arc<TestDb>) {
-    use common::search_fixture::{searxng_page, Mode, SearchFixture};
-    let fx = SearchFixture::start().await;
-    fx.set(Mode::Ok(searxng_page()));
-    let url = format!("{}/search", fx.origin);
-    let h = Harness::start_on(
-        db,
-        move |c| {
-            c.web_search.backend = Some(responses_gateway::config::WebSearchBackendKind::Http);
-            c.web_search.http.url = Some(url);
-        },
-        |_| {},
-    )
-    .await;
+    let (h, _fx) = start_with_searxng(db).await;
     h.upstream.push(Script::tool_call("web_search", r#"{"query":"berlin art week"}"#));
     h.upstream.push(Script::text(&["It runs in September."]));
     let (s, r1) = h.post(json!({"model":"m","input":"When is Berlin Art Week?","tools":[{"type":"web_search"}]})).await;
@@ -139,19 +145,7 @@ async fn search_results_are_replayed_exactly(db: Arc<TestDb>) {
 /// same round produced no item (invalid arguments); a replayed item whose query was changed
 /// gets the lossy rebuild, not the stored results.
 async fn replayed_searches_get_their_own_results(db: Arc<TestDb>) {
-    use common::search_fixture::{searxng_page, Mode, SearchFixture};
-    let fx = SearchFixture::start().await;
-    fx.set(Mode::Ok(searxng_page()));
-    let url = format!("{}/search", fx.origin);
-    let h = Harness::start_on(
-        db,
-        move |c| {
-            c.web_search.backend = Some(responses_gateway::config::WebSearchBackendKind::Http);
-            c.web_search.http.url = Some(url);
-        },
-        |_| {},
-    )
-    .await;
+    let (h, _fx) = start_with_searxng(db).await;
     h.upstream.push(
         Script::default()
             .with_tool(ToolCallScript::new("web_search", r#"{"query":"mu"}"#))

@@ -226,11 +226,37 @@ pub struct ToolOutput {
 }
 
 /// A tool output: a string or a list of `input_text` / `input_image` / `input_file` parts.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(untagged)]
+/// Anything else fails with a message that says so (not serde's "did not match any variant").
+#[derive(Debug, Clone, PartialEq)]
 pub enum ToolOutputContent {
     Text(String),
     Parts(Vec<ContentPart>),
+}
+
+impl<'de> Deserialize<'de> for ToolOutputContent {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Output;
+        impl<'de> serde::de::Visitor<'de> for Output {
+            type Value = ToolOutputContent;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("'output' as a string or a list of content parts")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(ToolOutputContent::Text(v.to_string()))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(ToolOutputContent::Text(v))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut parts = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+                while let Some(p) = seq.next_element::<ContentPart>()? {
+                    parts.push(p);
+                }
+                Ok(ToolOutputContent::Parts(parts))
+            }
+        }
+        d.deserialize_any(Output)
+    }
 }
 
 /// A replayed `web_search_call` (contract §4.2): `id`, `status`, and `action` with `query`

@@ -1,10 +1,10 @@
 //! The transcript: what the model sees, neutral to the upstream kind. Built from the
 //! request's `instructions` and `input` items (contract §4), extended by each round.
 
-use base64::Engine;
-use protocol::input::{
-    ContentPart, InputItem, InputMessage, MessageContent, Role, ToolOutput, ToolOutputContent,
-};
+mod content;
+
+use content::{message, tool_output_content};
+use protocol::input::{InputItem, ToolOutput};
 use protocol::ApiError;
 use serde::{Deserialize, Serialize};
 
@@ -141,6 +141,61 @@ impl Transcript {
         }
     }
 
+    /// Makes each assistant turn with calls be followed at once by the results of its calls,
+    /// as chat servers require ("an assistant message with 'tool_calls' must be followed by
+    /// tool messages"). Replayed history may put items between a call and its output: an
+    /// assistant message there (a gateway round that went on talking after a call) joins the
+    /// turn, as do further calls; anything else (a user message, another turn) moves after the
+    /// results. Valid orders are left as they are.
+    fn pair_tool_results(&mut self) {
+        let entries = std::mem::take(&mut self.entries);
+        let mut out: Vec<Entry> = Vec::with_capacity(entries.len());
+        // Calls of the last assistant turn in `out` still waiting for their results.
+        let mut waiting: Vec<String> = Vec::new();
+        let mut deferred: std::collections::VecDeque<Entry> = std::collections::VecDeque::new();
+        let mut queue: std::collections::VecDeque<Entry> = entries.into();
+        while let Some(e) = queue.pop_front() {
+            if waiting.is_empty() {
+                if let Entry::Assistant { calls, .. } = &e {
+                    waiting = calls.iter().map(|c| c.call_id.clone()).collect();
+                }
+                out.push(e);
+                continue;
+            }
+            match e {
+                Entry::ToolResult { ref call_id, .. } if waiting.contains(call_id) => {
+                    waiting.retain(|id| id != call_id);
+                    out.push(e);
+                    if waiting.is_empty() {
+                        // What was moved aside now follows the results, in its order.
+                        for d in deferred.drain(..).rev() {
+                            queue.push_front(d);
+                        }
+                    }
+                }
+                Entry::Assistant { text, calls } if deferred.is_empty() => {
+                    let Some(Entry::Assistant { text: turn_text, calls: turn_calls }) =
+                        out.iter_mut().rev().find(|e| matches!(e, Entry::Assistant { .. }))
+                    else {
+                        deferred.push_back(Entry::Assistant { text, calls });
+                        continue;
+                    };
+                    if !text.is_empty() {
+                        if !turn_text.is_empty() {
+                            turn_text.push_str("\n\n");
+                        }
+                        turn_text.push_str(&text);
+                    }
+                    waiting.extend(calls.iter().map(|c| c.call_id.clone()));
+                    turn_calls.extend(calls);
+                }
+                other => deferred.push_back(other),
+            }
+        }
+        out.extend(deferred);
+        self.entries = out;
+    }
+
     /// Removes the unanswered call `call_id` if it belongs to a server tool; true if removed.
     fn drop_server_call(&mut self, call_id: &str, is_server_tool: &dyn Fn(&str) -> bool) -> bool {
         for (i, e) in self.entries.iter_mut().enumerate() {
@@ -190,6 +245,7 @@ pub fn build(
     let mut system = std::mem::take(&mut t.system_messages);
     // call_id → answered?
     let mut calls: Vec<(String, bool)> = t.calls();
+    let stored_calls = calls.len();
     // Images returned by tool outputs: chat tool messages hold text only, so they follow the
     // run of tool messages as one user message.
     let mut tool_images: Vec<UserPart> = Vec::new();
@@ -201,7 +257,9 @@ pub fn build(
         match item {
             InputItem::Message(m) => message(m, &param, &mut system, &mut t)?,
             InputItem::FunctionCall(c) => {
-                calls.push((c.call_id.clone(), false));
+                if !new_call(&mut calls, stored_calls, &c.call_id, &param)? {
+                    continue;
+                }
                 t.push_call(Call {
                     call_id: c.call_id.clone(),
                     name: visible_name(&c.name, c.namespace.as_deref()),
@@ -209,7 +267,9 @@ pub fn build(
                 });
             }
             InputItem::CustomToolCall(c) => {
-                calls.push((c.call_id.clone(), false));
+                if !new_call(&mut calls, stored_calls, &c.call_id, &param)? {
+                    continue;
+                }
                 t.push_call(Call {
                     call_id: c.call_id.clone(),
                     name: visible_name(&c.name, c.namespace.as_deref()),
@@ -267,6 +327,7 @@ pub fn build(
         }
     }
     t.system_messages = system;
+    t.pair_tool_results();
     t.order_tool_results();
     Ok(t)
 }
@@ -329,6 +390,27 @@ fn file_search_replay(fs: &protocol::input::FileSearchCallItem, sources: &mut Ve
     (call, result)
 }
 
+/// Records a replayed call's `call_id` in `calls`; false when it repeats a call of the stored
+/// transcript (its first `stored` entries: a client that sends the call again with its
+/// output), which is then not added twice. Errors (400 naming `{param}.call_id`): an empty
+/// `call_id`, or one that an earlier item of this input already used.
+fn new_call(calls: &mut Vec<(String, bool)>, stored: usize, call_id: &str, param: &str) -> Result<bool, ApiError> {
+    if call_id.is_empty() {
+        return Err(ApiError::invalid(format!("{param}.call_id"), format!("Invalid '{param}.call_id': empty string.")).with_code("empty_string"));
+    }
+    match calls.iter().position(|(id, _)| id == call_id) {
+        Some(pos) if pos < stored => Ok(false),
+        Some(_) => Err(ApiError::invalid(
+            format!("{param}.call_id"),
+            format!("Duplicate call_id {call_id}: each tool call in the input needs its own call_id."),
+        )),
+        None => {
+            calls.push((call_id.to_string(), false));
+            Ok(true)
+        }
+    }
+}
+
 fn answer(o: &ToolOutput, param: &str, calls: &mut [(String, bool)]) -> Result<String, ApiError> {
     let Some(call_id) = o.call_id.as_deref() else {
         return Err(ApiError::invalid(
@@ -349,186 +431,6 @@ fn answer(o: &ToolOutput, param: &str, calls: &mut [(String, bool)]) -> Result<S
         Some((_, answered)) => {
             *answered = true;
             Ok(call_id.to_string())
-        }
-    }
-}
-
-fn message(
-    m: &InputMessage,
-    param: &str,
-    system: &mut Vec<String>,
-    t: &mut Transcript,
-) -> Result<(), ApiError> {
-    match m.role {
-        Role::System | Role::Developer => {
-            let text = text_only(&m.content, param)?;
-            if !text.is_empty() {
-                system.push(text);
-            }
-        }
-        Role::Assistant => {
-            if m.id.as_deref().is_some_and(|id| id.starts_with(PROGRESS_ID_PREFIX)) {
-                return Ok(());
-            }
-            let text = text_only(&m.content, param)?;
-            t.entries.push(Entry::Assistant { text, calls: Vec::new() });
-        }
-        Role::User => {
-            let parts = match &m.content {
-                MessageContent::Text(s) => vec![UserPart::Text(s.clone())],
-                MessageContent::Parts(parts) => {
-                    let mut out = Vec::with_capacity(parts.len());
-                    for (j, p) in parts.iter().enumerate() {
-                        out.push(user_part(p, &format!("{param}.content[{j}]"))?);
-                    }
-                    out
-                }
-            };
-            t.entries.push(Entry::User(parts));
-        }
-    }
-    Ok(())
-}
-
-fn text_only(content: &MessageContent, param: &str) -> Result<String, ApiError> {
-    match content {
-        MessageContent::Text(s) => Ok(s.clone()),
-        MessageContent::Parts(parts) => {
-            let mut out = String::new();
-            for (j, p) in parts.iter().enumerate() {
-                let piece = match p {
-                    ContentPart::InputText { text } | ContentPart::OutputText { text, .. } => {
-                        text.clone()
-                    }
-                    ContentPart::Refusal { refusal } => refusal.clone(),
-                    ContentPart::InputFile { .. } => file_text(p, &format!("{param}.content[{j}]"))?,
-                    ContentPart::InputImage { .. } => {
-                        return Err(ApiError::invalid(
-                            format!("{param}.content[{j}]"),
-                            "Images are only supported in user messages and tool outputs.",
-                        ))
-                    }
-                };
-                if !out.is_empty() && !piece.is_empty() {
-                    out.push('\n');
-                }
-                out.push_str(&piece);
-            }
-            Ok(out)
-        }
-    }
-}
-
-fn user_part(p: &ContentPart, param: &str) -> Result<UserPart, ApiError> {
-    Ok(match p {
-        ContentPart::InputText { text } | ContentPart::OutputText { text, .. } => {
-            UserPart::Text(text.clone())
-        }
-        ContentPart::Refusal { refusal } => UserPart::Text(refusal.clone()),
-        ContentPart::InputImage { image_url: Some(url), detail, .. } => {
-            UserPart::Image { url: url.clone(), detail: detail.clone() }
-        }
-        ContentPart::InputImage { .. } => {
-            return Err(ApiError::invalid(
-                format!("{param}.image_url"),
-                "input_image needs 'image_url' (a URL or data: URL); file_id is not supported here.",
-            ))
-        }
-        ContentPart::InputFile { .. } => UserPart::Text(file_text(p, param)?),
-    })
-}
-
-/// Text MIME types (and file extensions) that are inlined as text.
-fn is_text_type(mime: &str, filename: Option<&str>) -> bool {
-    let mime = mime.to_ascii_lowercase();
-    if mime.starts_with("text/")
-        || matches!(
-            mime.as_str(),
-            "application/json" | "application/xml" | "application/x-yaml" | "application/yaml"
-                | "application/toml" | "application/javascript" | "application/x-sh"
-        )
-    {
-        return true;
-    }
-    if mime.is_empty() || mime == "application/octet-stream" {
-        let ext = filename.and_then(|f| f.rsplit_once('.')).map(|(_, e)| e.to_ascii_lowercase());
-        return matches!(
-            ext.as_deref(),
-            Some(
-                "txt" | "md" | "markdown" | "csv" | "tsv" | "json" | "jsonl" | "xml" | "yaml"
-                    | "yml" | "toml" | "html" | "htm" | "rs" | "py" | "js" | "ts" | "go" | "c"
-                    | "h" | "cpp" | "java" | "sh" | "sql" | "log" | "ini" | "rst"
-            )
-        );
-    }
-    false
-}
-
-/// Inlines a text `input_file` given as `file_data` (a `data:` URL or plain base64).
-fn file_text(p: &ContentPart, param: &str) -> Result<String, ApiError> {
-    let ContentPart::InputFile { file_data, filename, file_id, file_url } = p else {
-        return Ok(String::new());
-    };
-    let Some(data) = file_data else {
-        let what = if file_id.is_some() { "file_id" } else if file_url.is_some() { "file_url" } else { "file_data" };
-        return Err(ApiError::invalid(
-            format!("{param}.{what}"),
-            format!("input_file with '{what}' is not supported; send the file's text as 'file_data'."),
-        )
-        .with_code("unsupported_file"));
-    };
-    let (mime, b64) = match data.strip_prefix("data:") {
-        Some(rest) => match rest.split_once(',') {
-            Some((meta, payload)) => (meta.trim_end_matches(";base64").to_string(), payload),
-            None => return Err(ApiError::invalid(format!("{param}.file_data"), "Malformed data: URL.")),
-        },
-        None => (String::new(), data.as_str()),
-    };
-    if !is_text_type(&mime, filename.as_deref()) {
-        return Err(ApiError::invalid(
-            format!("{param}.file_data"),
-            format!(
-                "Unsupported file type '{}' for input_file: only text files can be inlined for this model.",
-                if mime.is_empty() { filename.as_deref().unwrap_or("unknown") } else { &mime }
-            ),
-        )
-        .with_code("unsupported_file"));
-    }
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(b64.trim())
-        .map_err(|_| ApiError::invalid(format!("{param}.file_data"), "file_data is not valid base64."))?;
-    let text = String::from_utf8(bytes)
-        .map_err(|_| ApiError::invalid(format!("{param}.file_data"), "file_data is not UTF-8 text."))?;
-    let name = filename.as_deref().unwrap_or("file");
-    Ok(format!("<file name=\"{name}\">\n{text}\n</file>"))
-}
-
-/// A tool output as the tool message's text (a string, or its text parts joined) and the
-/// images among its parts, which a chat tool message cannot carry: each leaves a note in the
-/// text and is returned as a user part (an image given only by `file_id` stays a note).
-fn tool_output_content(o: &ToolOutputContent, param: &str) -> Result<(String, Vec<UserPart>), ApiError> {
-    match o {
-        ToolOutputContent::Text(s) => Ok((s.clone(), Vec::new())),
-        ToolOutputContent::Parts(parts) => {
-            let mut out = Vec::new();
-            let mut images = Vec::new();
-            for (j, p) in parts.iter().enumerate() {
-                match p {
-                    ContentPart::InputText { text } | ContentPart::OutputText { text, .. } => {
-                        out.push(text.clone())
-                    }
-                    ContentPart::InputFile { .. } => {
-                        out.push(file_text(p, &format!("{param}.output[{j}]"))?)
-                    }
-                    ContentPart::InputImage { image_url: Some(url), detail, .. } => {
-                        images.push(UserPart::Image { url: url.clone(), detail: detail.clone() });
-                        out.push("[image: in the next user message]".to_string());
-                    }
-                    ContentPart::InputImage { .. } => out.push("[image omitted]".to_string()),
-                    ContentPart::Refusal { refusal } => out.push(refusal.clone()),
-                }
-            }
-            Ok((out.join("\n"), images))
         }
     }
 }
@@ -596,6 +498,66 @@ mod tests {
         assert_eq!(twice.param.as_deref(), Some("input[2].call_id"));
     }
 
+    fn call(id: &str) -> Call {
+        Call { call_id: id.into(), name: "f".into(), arguments: "{}".into() }
+    }
+
+    fn result(id: &str) -> Entry {
+        Entry::ToolResult { call_id: id.into(), content: format!("r{id}") }
+    }
+
+    fn user(text: &str) -> Entry {
+        Entry::User(vec![UserPart::Text(text.into())])
+    }
+
+    /// Whatever sits between a call and its output, each assistant turn with calls is
+    /// followed at once by their results (chat servers reject anything else).
+    #[test]
+    fn results_follow_their_calls_whatever_the_replayed_order() {
+        let fc = |id: &str| json!({"type":"function_call","call_id":id,"name":"f","arguments":"{}"});
+        let fco = |id: &str| json!({"type":"function_call_output","call_id":id,"output":format!("r{id}")});
+        let said = |text: &str| json!({"type":"message","role":"assistant","content":text});
+        let asked = |text: &str| json!({"role":"user","content":text});
+        let assistant = |text: &str, calls: &[&str]| Entry::Assistant { text: text.into(), calls: calls.iter().map(|c| call(c)).collect() };
+        let cases = [
+            // A round that went on talking after its call (the gateway's own output order).
+            (json!([asked("q"), fc("c1"), said("hmm"), fco("c1")]), vec![user("q"), assistant("hmm", &["c1"]), result("c1")]),
+            (json!([fc("c1"), asked("u"), fco("c1")]), vec![assistant("", &["c1"]), result("c1"), user("u")]),
+            (json!([fc("c1"), fc("c2"), fco("c1"), said("x"), fco("c2")]), vec![assistant("x", &["c1", "c2"]), result("c1"), result("c2")]),
+            (json!([fc("c1"), asked("u"), fc("c2"), fco("c2"), fco("c1")]),
+                vec![assistant("", &["c1"]), result("c1"), user("u"), assistant("", &["c2"]), result("c2")]),
+            // Valid orders stay as they are.
+            (json!([said("a"), fc("c1"), fco("c1"), said("b"), asked("u"), fc("c2"), fco("c2")]),
+                vec![assistant("a", &["c1"]), result("c1"), assistant("b", &[]), user("u"), assistant("", &["c2"]), result("c2")]),
+        ];
+        for (input, want) in cases {
+            let t = b(None, &items(input.clone())).unwrap();
+            assert_eq!(t.entries, want, "{input}");
+        }
+    }
+
+    /// A call_id used twice in one input is a 400 naming the second; a call the stored
+    /// transcript holds may be sent again with its output.
+    #[test]
+    fn duplicate_and_empty_call_ids() {
+        let err = b(None, &items(json!([
+            {"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},
+            {"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},
+            {"type":"function_call_output","call_id":"c1","output":"x"}
+        ]))).unwrap_err();
+        assert_eq!(err.param.as_deref(), Some("input[1].call_id"));
+        assert!(err.message.contains("Duplicate call_id c1"), "{}", err.message);
+        let err = b(None, &items(json!([{"type":"function_call","call_id":"","name":"f","arguments":"{}"}]))).unwrap_err();
+        assert_eq!((err.param.as_deref(), err.code.as_deref()), (Some("input[0].call_id"), Some("empty_string")));
+        let mut stored = Transcript::default();
+        stored.push_assistant(String::new(), vec![call("c1")]);
+        let t = build(Some(stored), None, &items(json!([
+            {"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},
+            {"type":"function_call_output","call_id":"c1","output":"rc1"}
+        ])), &|_| false, &Default::default()).unwrap();
+        assert_eq!(t.entries, vec![Entry::Assistant { text: String::new(), calls: vec![call("c1")] }, result("c1")]);
+    }
+
     #[test]
     fn images_in_tool_outputs_follow_the_tool_messages_as_a_user_message() {
         let img = "data:image/png;base64,iVBORw0KGgo=";
@@ -639,21 +601,5 @@ mod tests {
             {"type":"some_future_item","x":1}
         ]))).unwrap();
         assert_eq!(t.entries, vec![Entry::Assistant { text: "Hi".into(), calls: vec![] }]);
-    }
-
-    #[test]
-    fn text_files_inline_and_binary_files_are_rejected() {
-        let b64 = base64::engine::general_purpose::STANDARD.encode("col\n1");
-        let t = b(
-            None, &items(json!([{"role":"user","content":[
-            {"type":"input_file","filename":"a.csv","file_data":format!("data:text/csv;base64,{b64}")}
-        ]}]))).unwrap();
-        let Entry::User(parts) = &t.entries[0] else { panic!() };
-        assert_eq!(parts[0], UserPart::Text("<file name=\"a.csv\">\ncol\n1\n</file>".into()));
-        let err = b(
-            None, &items(json!([{"role":"user","content":[
-            {"type":"input_file","filename":"a.pdf","file_data":"data:application/pdf;base64,JVBERi0="}
-        ]}]))).unwrap_err();
-        assert_eq!(err.code.as_deref(), Some("unsupported_file"));
     }
 }

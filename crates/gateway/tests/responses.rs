@@ -221,11 +221,41 @@ async fn bad_requests_get_openai_shaped_400s() {
     let (s, b) = h.post(json!({"model":"m","input":[{"role":"user","content":[{"type":"input_file","filename":"x.pdf","file_data":"data:application/pdf;base64,JVBERi0="}]}]})).await;
     assert_eq!(s, 400);
     assert_eq!(error_of(&b)["code"], "unsupported_file");
+    // Anything after the JSON value, or a body that is not an object.
+    for raw in [r#"{"model":"m","input":"a"} xyz"#, r#"{"model":"m","input":"a"}}"#, r#"{"model":"m","input":"a"}{"model":"m"}"#] {
+        let (s, b) = h.post_raw(raw).await;
+        assert_eq!((s, &error_of(&b)["param"]), (400, &Value::Null), "{raw}: {b}");
+    }
+    let (s, b) = h.post_raw(r#"[{"model":"m"}]"#).await;
+    assert_eq!((s, error_of(&b)["message"].as_str()), (400, Some("Invalid request body: expected a JSON object.")), "{b}");
+    // Enumerated and bounded fields are checked, not echoed as given.
+    for (field, value) in [("service_tier", json!("bogus")), ("prompt_cache_retention", json!("forever")), ("top_logprobs", json!(21))] {
+        let (s, b) = h.post(json!({"model":"m","input":"x", field: value})).await;
+        assert_eq!((s, &error_of(&b)["param"]), (400, &json!(field)), "{b}");
+    }
+    let (s, b) = h.post(json!({"model":"m","input":[{"type":"function_call_output","call_id":"c","output":null}]})).await;
+    assert!(s == 400 && error_of(&b)["message"].as_str().unwrap().contains("'output' as a string or a list of content parts"), "{b}");
     // unknown top-level fields are ignored by default
     h.upstream.push(Script::text(&["ok"]));
     let (s, _) = h.post(json!({"model":"m","input":"x","frobnicate":1})).await;
     assert_eq!(s, 200);
     assert!(h.upstream.requests().len() == 1, "bad requests never reach the upstream");
+}
+
+/// The tier that served the request is echoed: `auto` is the gateway's one tier, `default`;
+/// `fast` is reported as `priority` (contract §1.1).
+#[tokio::test]
+async fn service_tier_echoes_the_tier_used() {
+    let h = Harness::start().await;
+    for (asked, echoed) in [(None, "default"), (Some("auto"), "default"), (Some("fast"), "priority"), (Some("flex"), "flex")] {
+        h.upstream.push(Script::text(&["ok"]));
+        let mut body = json!({"model":"m","input":"x"});
+        if let Some(t) = asked {
+            body["service_tier"] = json!(t);
+        }
+        let (s, b) = h.post(body).await;
+        assert_eq!((s, b["service_tier"].as_str()), (200, Some(echoed)), "{asked:?}: {b}");
+    }
 }
 
 #[tokio::test]

@@ -14,7 +14,7 @@ use protocol::input::InputItem;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::list;
+use super::{json_body, list};
 use super::AppState;
 use crate::error::HttpError;
 use crate::events::emitter::now_secs;
@@ -30,18 +30,6 @@ struct Body {
     metadata: Option<BTreeMap<String, String>>,
     #[serde(default)]
     items: Option<Vec<Value>>,
-}
-
-fn parse_body(bytes: &[u8]) -> Result<Body, HttpError> {
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Ok(Body::default());
-    }
-    let de = &mut serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize::<_, Body>(de).map_err(|e| {
-        let path = e.path().to_string();
-        let param = (!path.is_empty() && path != ".").then_some(path);
-        HttpError::bad_request(param, format!("Invalid request body: {}", e.into_inner())).with_code("invalid_type")
-    })
 }
 
 /// `{id, object:"conversation", created_at, metadata}`.
@@ -163,7 +151,7 @@ fn answer<T>(r: Result<T, HttpError>, ok: impl FnOnce(T) -> Value) -> Response {
 /// `POST /v1/conversations`.
 pub async fn create(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
     let r = async {
-        let body = parse_body(&body)?;
+        let body = json_body::parse::<Body>(&body)?;
         let metadata = body.metadata.unwrap_or_default();
         check_metadata(&metadata)?;
         let items = check_items(body.items.unwrap_or_default())?;
@@ -192,7 +180,7 @@ pub async fn get(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> 
 /// `POST /v1/conversations/{id}` with `{metadata}`: replaces the metadata.
 pub async fn update(State(state): State<Arc<AppState>>, Path(id): Path<String>, body: Bytes) -> Response {
     let r = async {
-        let Some(metadata) = parse_body(&body)?.metadata else {
+        let Some(metadata) = json_body::parse::<Body>(&body)?.metadata else {
             return Err(HttpError::bad_request(Some("metadata".to_string()), "Missing required parameter: 'metadata'.")
                 .with_code("missing_required_parameter"));
         };
@@ -222,7 +210,7 @@ pub async fn delete(State(state): State<Arc<AppState>>, Path(id): Path<String>) 
 /// `POST /v1/conversations/{id}/items` with `{items}` (at most 20): the added items as a list.
 pub async fn add_items(State(state): State<Arc<AppState>>, Path(id): Path<String>, body: Bytes) -> Response {
     let r = async {
-        let Some(given) = parse_body(&body)?.items else {
+        let Some(given) = json_body::parse::<Body>(&body)?.items else {
             return Err(HttpError::bad_request(Some("items".to_string()), "Missing required parameter: 'items'.")
                 .with_code("missing_required_parameter"));
         };

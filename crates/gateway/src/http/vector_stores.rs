@@ -9,12 +9,11 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::response::Response;
-use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::files::{answer, index, parse_list, render_list};
-use super::AppState;
+use super::{json_body, AppState};
 use crate::error::HttpError;
 use crate::executors::file_search::{filters, FileHit, FileSearchRequest};
 use crate::executors::local_index::{now, Chunking, NewStore, StoreFileRecord, StoreRecord, StoreUpdate};
@@ -72,18 +71,6 @@ struct SearchBody {
     ranking_options: Option<RankingOptions>,
     #[allow(dead_code)]
     rewrite_query: Option<bool>,
-}
-
-fn parse<T: DeserializeOwned + Default>(bytes: &[u8]) -> Result<T, HttpError> {
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Ok(T::default());
-    }
-    let de = &mut serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize::<_, T>(de).map_err(|e| {
-        let path = e.path().to_string();
-        let param = (!path.is_empty() && path != ".").then_some(path);
-        HttpError::bad_request(param, format!("Invalid request body: {}", e.into_inner())).with_code("invalid_type")
-    })
 }
 
 fn invalid(param: &str, message: impl Into<String>) -> HttpError {
@@ -174,7 +161,7 @@ pub fn render_store_file(f: &StoreFileRecord) -> Value {
 pub async fn create(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
     let r = async {
         let index = index(&state)?;
-        let b: CreateBody = parse(&body)?;
+        let b: CreateBody = json_body::parse(&body)?;
         let metadata = b.metadata.unwrap_or_default();
         check_metadata(&metadata)?;
         if let Some(e) = &b.expires_after {
@@ -218,7 +205,7 @@ pub async fn get(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> 
 pub async fn update(State(state): State<Arc<AppState>>, Path(id): Path<String>, body: Bytes) -> Response {
     let r = async {
         let index = index(&state)?;
-        let b: UpdateBody = parse(&body)?;
+        let b: UpdateBody = json_body::parse(&body)?;
         if let Some(m) = &b.metadata {
             check_metadata(m)?;
         }
@@ -242,7 +229,7 @@ pub async fn delete(State(state): State<Arc<AppState>>, Path(id): Path<String>) 
 pub async fn attach(State(state): State<Arc<AppState>>, Path(id): Path<String>, body: Bytes) -> Response {
     let r = async {
         let index = index(&state)?;
-        let b: AttachBody = parse(&body)?;
+        let b: AttachBody = json_body::parse(&body)?;
         let Some(file_id) = b.file_id else {
             return Err(HttpError::bad_request(Some("file_id".to_string()), "Missing required parameter: 'file_id'.")
                 .with_code("missing_required_parameter"));
@@ -287,7 +274,7 @@ pub async fn update_file(
 ) -> Response {
     let r = async {
         let index = index(&state)?;
-        let Some(attributes) = parse::<AttributesBody>(&body)?.attributes else {
+        let Some(attributes) = json_body::parse::<AttributesBody>(&body)?.attributes else {
             return Err(HttpError::bad_request(Some("attributes".to_string()), "Missing required parameter: 'attributes'.")
                 .with_code("missing_required_parameter"));
         };
@@ -373,7 +360,7 @@ fn render_hit(h: FileHit) -> Value {
 pub async fn search(State(state): State<Arc<AppState>>, Path(id): Path<String>, body: Bytes) -> Response {
     let r = async {
         let index = index(&state)?;
-        let (queries, req) = search_request(parse(&body)?)?;
+        let (queries, req) = search_request(json_body::parse(&body)?)?;
         let hits = index.search_many(&id, &queries, &req).await?;
         Ok((queries, hits))
     }

@@ -71,25 +71,32 @@ pub fn parse_request(body: &[u8]) -> Result<CreateResponse, ApiError> {
         return Ok(req);
     }
     let de = &mut serde_json::Deserializer::from_slice(body);
-    match serde_path_to_error::deserialize::<_, CreateResponse>(de) {
-        Ok(req) => Ok(req),
+    match serde_path_to_error::deserialize::<_, CreateResponse>(&mut *de) {
+        // Only what follows the value can have failed the first parse (`{…} xyz`).
+        Ok(_) => Err(unparsable(de.end().err())),
         Err(err) => {
             let path = err.path().to_string();
             let inner = err.into_inner();
             if inner.is_syntax() || inner.is_eof() {
-                return Err(ApiError::invalid(
-                    None,
-                    format!("We could not parse the JSON body of your request: {inner}"),
-                ));
+                return Err(unparsable(Some(inner)));
             }
             let param = if path.is_empty() || path == "." { None } else { Some(path.clone()) };
             let message = match &param {
                 Some(p) => format!("Invalid value for '{p}': {inner}"),
+                None if body.trim_ascii_start().first() != Some(&b'{') => {
+                    "Invalid request body: expected a JSON object.".to_string()
+                }
                 None => format!("Invalid request body: {inner}"),
             };
             Err(ApiError::invalid(param, message).with_code("invalid_type"))
         }
     }
+}
+
+/// 400 with `param: null` for a body that is not one JSON value.
+fn unparsable(e: Option<serde_json::Error>) -> ApiError {
+    let why = e.map_or_else(|| "trailing characters".to_string(), |e| e.to_string());
+    ApiError::invalid(None, format!("We could not parse the JSON body of your request: {why}"))
 }
 
 fn bad(param: &str, message: impl Into<String>, code: &str) -> HttpError {
@@ -217,7 +224,13 @@ pub fn prepare_with(
         prompt_cache_retention: req.prompt_cache_retention.clone(),
         reasoning: req.reasoning.clone().filter(|r| !r.is_null()).unwrap_or_else(|| json!({"effort": null, "summary": null})),
         safety_identifier: req.safety_identifier.clone(),
-        service_tier: req.service_tier.clone().unwrap_or_else(|| "default".into()),
+        // The tier that serves the request: the gateway has one, so `auto` resolves to
+        // `default`; `fast` is reported as `priority` (contract §1.1).
+        service_tier: match req.service_tier.as_deref() {
+            None | Some("auto") => "default".into(),
+            Some("fast") => "priority".into(),
+            Some(t) => t.into(),
+        },
         store,
         temperature: req.temperature.unwrap_or(1.0),
         text,
@@ -323,6 +336,23 @@ fn check_ranges(req: &CreateResponse) -> Result<(), HttpError> {
             return Err(bad("metadata", "Invalid 'metadata': at most 16 pairs, keys up to 64 and values up to 512 characters.", "invalid_value"));
         }
     }
+    if let Some(n) = req.top_logprobs.filter(|n| *n > 20) {
+        return Err(bad(
+            "top_logprobs",
+            format!("Invalid 'top_logprobs': integer above maximum value. Expected a value <= 20, but got {n} instead."),
+            "integer_above_max_value",
+        ));
+    }
+    let one_of = |param: &str, value: Option<&String>, allowed: &[&str]| match value {
+        Some(v) if !allowed.contains(&v.as_str()) => Err(bad(
+            param,
+            format!("Invalid value: '{v}'. Supported values are: {}.", allowed.iter().map(|a| format!("'{a}'")).collect::<Vec<_>>().join(", ")),
+            "invalid_value",
+        )),
+        _ => Ok(()),
+    };
+    one_of("service_tier", req.service_tier.as_ref(), &["auto", "default", "flex", "scale", "priority", "fast", "ultrafast"])?;
+    one_of("prompt_cache_retention", req.prompt_cache_retention.as_ref(), &["in_memory", "24h"])?;
     if req.prompt.as_ref().is_some_and(|p| !p.is_null()) {
         return Err(bad("prompt", "Stored prompt templates are not supported by this gateway.", "unsupported_parameter"));
     }

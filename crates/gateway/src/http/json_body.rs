@@ -1,0 +1,55 @@
+//! JSON bodies of the Conversations and Vector Stores endpoints: one parser, one error
+//! shape (contract §9).
+
+use serde::de::DeserializeOwned;
+
+use crate::error::HttpError;
+
+/// Parses `bytes` as `T`. A blank body is `T::default()`. Not JSON, or anything but
+/// whitespace after the value → 400 with `param: null`; a wrong type → 400 `invalid_type`
+/// naming the field path (e.g. `items[0].content`).
+pub fn parse<T: DeserializeOwned + Default>(bytes: &[u8]) -> Result<T, HttpError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    let de = &mut serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize::<_, T>(&mut *de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if inner.is_syntax() || inner.is_eof() {
+            return unparsable(&inner);
+        }
+        let param = (!path.is_empty() && path != ".").then_some(path);
+        HttpError::bad_request(param, format!("Invalid request body: {inner}")).with_code("invalid_type")
+    })?;
+    de.end().map_err(|e| unparsable(&e))?;
+    Ok(value)
+}
+
+fn unparsable(e: &serde_json::Error) -> HttpError {
+    HttpError::bad_request(None, format!("We could not parse the JSON body of your request: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Default, serde::Deserialize)]
+    struct Body {
+        #[serde(default)]
+        name: Option<String>,
+    }
+
+    #[test]
+    fn trailing_bytes_and_broken_json_are_400_without_param() {
+        for bad in [&b"{} trailing"[..], b"{\"name\":\"a\"}}", b"{}{}", b"{\"name\":"] {
+            let e = parse::<Body>(bad).expect_err("must fail");
+            assert_eq!(e.status, axum::http::StatusCode::BAD_REQUEST);
+            assert_eq!(e.error.param, None, "{}", String::from_utf8_lossy(bad));
+        }
+        let e = parse::<Body>(b"{\"name\":3}").expect_err("wrong type");
+        assert_eq!(e.error.param.as_deref(), Some("name"));
+        assert_eq!(parse::<Body>(b" {\"name\":\"a\"} \n").expect("ok").name.as_deref(), Some("a"));
+        assert!(parse::<Body>(b"  ").expect("blank").name.is_none());
+    }
+}

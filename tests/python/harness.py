@@ -217,8 +217,8 @@ class Gateway:
         self.http.close()
 
 
-def start_upstream(binary_path: Path, log_dir: Path) -> Upstream:
-    proc = Proc("scripted-upstream", [str(binary_path), "--listen", "127.0.0.1:0"], log_dir / "upstream.log")
+def start_upstream(binary_path: Path, log_dir: Path, listen: str = "127.0.0.1:0") -> Upstream:
+    proc = Proc("scripted-upstream", [str(binary_path), "--listen", listen], log_dir / "upstream.log")
     try:
         line = proc.wait_line("LISTENING ", timeout=30)
     except Exception:

@@ -586,3 +586,31 @@ def test_models_list_and_retrieve(client):
     with pytest.raises(openai.NotFoundError) as err:
         client.models.retrieve("no-such-model")
     assert err.value.code == "model_not_found"
+
+
+def test_readiness_follows_the_upstream_and_logs_only_its_changes(tmp_path):
+    """`/readyz` is 503 while the upstream is down and 200 once it is back. The operator sees
+    one warn line when it goes down, not one per probe, and one info line when it is back."""
+    port = harness.free_port()
+    upstream_bin = harness.binary("UPSTREAM_BIN", "scripted-upstream")
+    up = harness.start_upstream(upstream_bin, tmp_path, listen=f"127.0.0.1:{port}")
+    gw = harness.start_gateway(harness.binary("GATEWAY_BIN", "responses-gateway"), up.base_url, tmp_path)
+    try:
+        ready = lambda: gw.http.get("/readyz").status_code  # noqa: E731
+        assert ready() == 200
+        up.close()
+        up.proc.stop()
+        mark = gw.proc.log_size()
+        assert [ready(), ready(), ready()] == [503, 503, 503]
+        body = gw.http.get("/readyz").json()
+        assert body["status"] == "not_ready" and body["reason"], body
+        up = harness.start_upstream(upstream_bin, tmp_path, listen=f"127.0.0.1:{port}")
+        assert ready() == 200
+        log = gw.proc.tail(since=mark)
+        assert log.count("readyz: not ready") == 1 and log.count("WARN") == 1, log
+        assert log.count("readyz: the upstream answers again") == 1, log
+    finally:
+        gw.close()
+        gw.proc.stop()
+        up.close()
+        up.proc.stop()

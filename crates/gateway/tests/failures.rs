@@ -61,6 +61,26 @@ async fn upstream_rejection_has_one_code_streamed_or_not() {
         assert_eq!(err[0]["message"], error_of(&resp)["message"]);
         assert_eq!(s.response["error"]["code"], "invalid_prompt", "one of the SDK's fixed codes, not retried");
     }
+    // vLLM's and Ollama's answers to an unknown model (no [models] table): the client's 404
+    // naming `model`, as with a table; any other 404 is a wrong upstream URL, the gateway's 502.
+    for body in [
+        r#"{"object":"error","message":"The model `gpt-4o` does not exist.","type":"NotFoundError","param":null,"code":404}"#,
+        r#"{"error":{"message":"model \"gpt-4o\" not found, try pulling it first","type":"api_error"}}"#,
+    ] {
+        h.upstream.push(Script::http_error(404, body));
+        let (status, resp) = h.post(json!({"model":"gpt-4o","input":"x"})).await;
+        assert_eq!((status, &error_of(&resp)["code"], &error_of(&resp)["param"]), (404, &json!("model_not_found"), &json!("model")), "{resp}");
+        assert!(error_of(&resp)["message"].as_str().unwrap().contains("gpt-4o"), "{resp}");
+        h.upstream.push(Script::http_error(404, body));
+        let s = h.stream(json!({"model":"gpt-4o","input":"x"})).await;
+        assert_failed_stream(&s);
+        let err = &s.of_type("error")[0];
+        assert_eq!((&err["code"], &err["param"], &err["error"]["type"]), (&json!("model_not_found"), &json!("model"), &json!("invalid_request_error")));
+        assert_eq!(s.response["error"]["code"], "invalid_prompt");
+    }
+    h.upstream.push(Script::http_error(404, r#"{"detail":"Not Found"}"#));
+    let (status, resp) = h.post(json!({"model":"m","input":"x"})).await;
+    assert_eq!((status, &error_of(&resp)["code"]), (502, &json!("upstream_error")), "{resp}");
     h.upstream.push(Script::http_error(429, r#"{"error":{"message":"slow down"}}"#));
     let s = h.stream(json!({"model":"m","input":"x"})).await;
     assert_eq!(s.of_type("error")[0]["error"]["type"], "rate_limit_error");
@@ -240,6 +260,18 @@ async fn non_openai_errors_are_openai_shaped() {
         let body: serde_json::Value = resp.json().await.unwrap();
         assert_eq!(error_of(&body)["type"], "invalid_request_error", "{path} chunked");
     }
+    // A declared length over the limit is refused before the body arrives: the client that
+    // sends a few bytes and waits gets its 413 instead of a connection held open.
+    for path in ["/v1/responses", "/v1/conversations", "/v1/files"] {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut conn = tokio::net::TcpStream::connect(h.base.trim_start_matches("http://")).await.unwrap();
+        let head = format!("POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 999999999\r\n\r\n{{}}");
+        conn.write_all(head.as_bytes()).await.unwrap();
+        let mut answer = vec![0u8; 4096];
+        let n = tokio::time::timeout(std::time::Duration::from_secs(10), conn.read(&mut answer)).await.expect("answered at once").unwrap();
+        let answer = String::from_utf8_lossy(&answer[..n]);
+        assert!(answer.starts_with("HTTP/1.1 413") && answer.contains("request_too_large"), "{path}: {answer}");
+    }
     let resp = h.client.post(format!("{}/v1/files", h.base)).header("content-type", "multipart/form-data").body("x").send().await.unwrap();
     assert_eq!(resp.status().as_u16(), 400);
     let body: serde_json::Value = resp.json().await.unwrap();
@@ -332,12 +364,13 @@ async fn in_stream_error_chunks_are_classified_and_redacted() {
 
 /// `user:password@` and a query string in the upstream URL: the query stays at the end of
 /// every path, the pair goes as Basic auth (no key configured), and neither the password,
-/// the pair (plain or Base64) nor a query value reaches a client in an echoed error.
+/// the pair (plain or Base64) nor a query value reaches a client in an echoed error, decoded
+/// or percent-encoded as written in the URL (servers echo the request line).
 #[tokio::test]
 async fn upstream_url_credentials_and_query_are_used_and_never_echoed() {
     let h = Harness::start_with(|c| {
         let base = c.upstream.url.take().expect("url");
-        c.upstream.url = Some(format!("{}?token=qtoken-777", base.replace("http://", "http://alice:pw%21secret@")));
+        c.upstream.url = Some(format!("{}?token=qtoken-777&sig=ab%2Bcd%3D%3D", base.replace("http://", "http://alice:pw%21secret@")));
     })
     .await;
     h.upstream.push(Script::text(&["ok"]));
@@ -348,12 +381,14 @@ async fn upstream_url_credentials_and_query_are_used_and_never_echoed() {
         format!("Basic {}", base64::engine::general_purpose::STANDARD.encode("alice:pw!secret"))
     };
     assert_eq!(h.upstream.requests()[0].authorization.as_deref(), Some(basic.as_str()));
-    let echo = format!(r#"{{"error":{{"message":"denied: pw!secret / alice:pw!secret / {basic} / qtoken-777"}}}}"#);
+    let echo = format!(
+        r#"{{"error":{{"message":"denied: pw!secret / alice:pw!secret / {basic} / qtoken-777 / POST /v1/chat/completions?token=qtoken-777&sig=ab%2Bcd%3D%3D / ab+cd== / alice:pw%21secret"}}}}"#
+    );
     h.upstream.push(Script::http_error(400, &echo));
     let (status, body) = h.post(json!({"model":"m","input":"x"})).await;
     assert_eq!(status, 400, "{body}");
     let msg = error_of(&body)["message"].as_str().unwrap().to_string();
-    for secret in ["pw!secret", "cHchc2VjcmV0", "qtoken-777", "YWxpY2U6cHchc2VjcmV0"] {
+    for secret in ["pw!secret", "pw%21secret", "cHchc2VjcmV0", "qtoken-777", "YWxpY2U6cHchc2VjcmV0", "ab%2Bcd", "ab+cd"] {
         assert!(!msg.contains(secret), "{secret} in {msg}");
     }
     assert!(msg.starts_with("upstream returned HTTP 400: denied:"), "{msg}");

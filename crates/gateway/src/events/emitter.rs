@@ -362,19 +362,20 @@ impl Emitter {
     /// `type` is the one a non-streamed body with the same code has.
     pub fn error_event(&mut self, code: &str, message: &str) {
         let kind = match code {
-            "upstream_rejected_request" | "context_length_exceeded" => "invalid_request_error",
+            "upstream_rejected_request" | "context_length_exceeded" | "model_not_found" => "invalid_request_error",
             "rate_limit_exceeded" => "rate_limit_error",
             _ => "server_error",
         };
+        let param = (code == "model_not_found").then(|| "model".to_string());
         self.emit(EventKind::Error {
             code: Some(code.to_string()),
             message: message.to_string(),
-            param: None,
+            param: param.clone(),
             error: ErrorEventDetail {
                 kind: kind.into(),
                 code: Some(code.to_string()),
                 message: message.to_string(),
-                param: None,
+                param,
             },
         });
     }

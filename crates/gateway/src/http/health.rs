@@ -1,5 +1,6 @@
 //! `GET /healthz` (liveness) and `GET /readyz` (ready only when the upstream answers).
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,11 +18,26 @@ pub async fn healthz() -> impl IntoResponse {
     Json(json!({"status": "ok"}))
 }
 
-/// Readiness: 200 when `GET {upstream}/models` answers within 5 s, else 503.
+/// Readiness: 200 when `GET {upstream}/models` answers within 5 s, else 503 with the
+/// (redacted) reason. A change of state is logged once: `warn` when the upstream stops
+/// answering, `info` when it answers again (probes every few seconds would flood the log).
 pub async fn readyz(State(state): State<Arc<AppState>>) -> impl IntoResponse {
-    match state.upstream.models(Duration::from_secs(5)).await {
-        Ok(_) => (StatusCode::OK, Json(json!({"status": "ready"}))),
-        Err(e) => (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "not_ready", "reason": e.to_string()}))),
+    let result = state.upstream.models(Duration::from_secs(5)).await;
+    let was_ready = state.ready.swap(result.is_ok(), Ordering::Relaxed);
+    match result {
+        Ok(_) => {
+            if !was_ready {
+                tracing::info!("readyz: the upstream answers again");
+            }
+            (StatusCode::OK, Json(json!({"status": "ready"})))
+        }
+        Err(e) => {
+            let reason = e.to_string();
+            if was_ready {
+                tracing::warn!(%reason, "readyz: not ready, the upstream does not answer GET /models");
+            }
+            (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "not_ready", "reason": reason})))
+        }
     }
 }
 

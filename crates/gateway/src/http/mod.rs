@@ -5,6 +5,7 @@
 pub mod conversations;
 pub mod files;
 pub mod health;
+pub mod json_body;
 pub mod list;
 pub mod models;
 pub mod playground;
@@ -23,6 +24,7 @@ use axum::routing::{get, post};
 
 use crate::store::Store;
 use axum::Router;
+use tower_http::limit::RequestBodyLimitLayer;
 
 use crate::config::Config;
 use crate::executors::file_search::VectorStoreBackend;
@@ -52,6 +54,8 @@ pub struct AppState {
     pub turns: tokio_util::task::TaskTracker,
     /// Cancelled when the shutdown grace period is over: running turns end `incomplete`.
     pub shutdown: tokio_util::sync::CancellationToken,
+    /// What the last `/readyz` found (true until a check fails): its changes are logged.
+    pub ready: std::sync::atomic::AtomicBool,
 }
 
 impl AppState {
@@ -90,6 +94,7 @@ impl AppState {
             playground: config.server.playground,
             turns: Default::default(),
             shutdown: Default::default(),
+            ready: std::sync::atomic::AtomicBool::new(true),
         })
     }
 }
@@ -120,6 +125,11 @@ pub fn router(state: Arc<AppState>, max_body_bytes: usize) -> Router {
     // Uploads may be as large as `max_upload_bytes` plus the multipart framing; the handler
     // answers 413 past the limit itself.
     let upload_limit = state.local_index.as_ref().map_or(max_body_bytes, |i| i.max_upload_bytes().saturating_add(1 << 20));
+    // A body whose Content-Length is over the limit is refused (413) before any of it is
+    // read, instead of waiting for bytes that may never come.
+    let uploads = Router::new()
+        .route("/v1/files", post(files::upload).get(files::list).layer(DefaultBodyLimit::max(upload_limit)))
+        .layer(RequestBodyLimitLayer::new(upload_limit));
     Router::new()
         .route("/v1/responses", post(responses::create))
         .route("/v1/responses/{id}", get(stored::get).delete(stored::delete))
@@ -134,7 +144,6 @@ pub fn router(state: Arc<AppState>, max_body_bytes: usize) -> Router {
             "/v1/conversations/{id}/items/{item_id}",
             get(conversations::get_item).delete(conversations::delete_item),
         )
-        .route("/v1/files", post(files::upload).get(files::list).layer(DefaultBodyLimit::max(upload_limit)))
         .route("/v1/files/{id}", get(files::get).delete(files::delete))
         .route("/v1/files/{id}/content", get(files::content))
         .route("/v1/vector_stores", post(vector_stores::create).get(vector_stores::list))
@@ -155,6 +164,8 @@ pub fn router(state: Arc<AppState>, max_body_bytes: usize) -> Router {
         .route("/playground", get(playground::index))
         .route("/playground/", get(playground::index))
         .route("/playground/{file}", get(playground::file))
+        .layer(RequestBodyLimitLayer::new(max_body_bytes))
+        .merge(uploads)
         .fallback(health::not_found)
         .method_not_allowed_fallback(health::method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body_bytes))

@@ -73,11 +73,20 @@ impl ChatCompletions {
         let mut secrets: Vec<String> = api_key.iter().filter(|k| !k.is_empty()).cloned().collect();
         if let Some(pw) = password.as_ref().filter(|p| !p.is_empty()) {
             use base64::Engine as _;
-            secrets.push(base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pw}")));
-            secrets.push(format!("{user}:{pw}"));
-            secrets.push(pw.clone());
+            // Each both decoded and as written in the URL (percent-encoded): an upstream
+            // that echoes the request line or the URL shows the encoded form.
+            let raw = (base.username(), base.password().unwrap_or_default());
+            for (u, p) in [(user.as_str(), pw.as_str()), raw] {
+                secrets.push(base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}")));
+                secrets.push(format!("{u}:{p}"));
+                secrets.push(p.to_string());
+            }
         }
         secrets.extend(base.query_pairs().map(|(_, v)| v.into_owned()).filter(|v| v.len() >= 4));
+        let raw_query = base.query().unwrap_or_default().split('&').filter_map(|kv| kv.split_once('=').map(|(_, v)| v));
+        secrets.extend(raw_query.filter(|v| v.len() >= 4).map(str::to_string));
+        secrets.sort();
+        secrets.dedup();
         // Longest first, so a secret that contains another is replaced whole.
         secrets.sort_by_key(|k| std::cmp::Reverse(k.len()));
         let basic = (!base.username().is_empty()).then(|| (user, password));
@@ -102,10 +111,7 @@ impl ChatCompletions {
 
     /// `GET {base}/models`, passed through as JSON (used by `/v1/models` and `/readyz`).
     pub async fn models(&self, timeout: Duration) -> Result<Value, UpstreamError> {
-        let resp = tokio::time::timeout(timeout, self.request(reqwest::Method::GET, "/models").send())
-            .await
-            .map_err(|_| UpstreamError::Timeout(timeout.as_millis() as u64))?
-            .map_err(|e| self.sanitize(e))?;
+        let resp = self.send_once_more(timeout, || self.request(reqwest::Method::GET, "/models")).await?;
         let status = resp.status();
         if !status.is_success() {
             return Err(UpstreamError::Status { status: status.as_u16(), message: "models list failed".into() });
@@ -118,23 +124,12 @@ impl ChatCompletions {
         let body = Bytes::from(
             chat_request::encode(req).map_err(|e| UpstreamError::Protocol(format!("could not encode the request: {e}")))?,
         );
-        let mut retried = false;
-        let resp = loop {
-            let post = self.client.post(self.chat_url.clone()).header(reqwest::header::CONTENT_TYPE, "application/json");
-            let send = self.auth(post.body(body.clone())).send();
-            match tokio::time::timeout(self.idle, send).await {
-                Err(_) => return Err(UpstreamError::Timeout(self.idle.as_millis() as u64)),
-                Ok(Ok(resp)) => break resp,
-                // A pooled keep-alive connection the server closed just as it was reused
-                // (llama.cpp closes idle ones after 5 s) fails before any response byte:
-                // send once more on a fresh connection, as the OpenAI SDKs do.
-                Ok(Err(e)) if !retried && e.is_request() && !e.is_timeout() => {
-                    tracing::debug!(error = %self.redact(&e.without_url().to_string()), "upstream send failed; retrying once");
-                    retried = true;
-                }
-                Ok(Err(e)) => return Err(self.sanitize(e)),
-            }
-        };
+        let resp = self
+            .send_once_more(self.idle, || {
+                let post = self.client.post(self.chat_url.clone()).header(reqwest::header::CONTENT_TYPE, "application/json");
+                self.auth(post.body(body.clone()))
+            })
+            .await?;
         let status = resp.status();
         if !status.is_success() {
             let text = tokio::time::timeout(self.idle, resp.bytes()).await.ok().and_then(Result::ok).unwrap_or_default();
@@ -148,6 +143,29 @@ impl ChatCompletions {
             return Err(UpstreamError::Status { status: status.as_u16(), message });
         }
         Ok(RoundStream::new(resp.bytes_stream(), self.idle).with_secrets(self.secrets.clone()))
+    }
+
+    /// Sends the request `build` makes, waiting at most `timeout` for the response head. A
+    /// pooled keep-alive connection the server closed just as it was reused (llama.cpp closes
+    /// idle ones after 5 s) fails before any response byte: the request is sent once more on
+    /// a fresh connection, as the OpenAI SDKs do. Errors: `Timeout`, else the sanitized error.
+    async fn send_once_more(
+        &self,
+        timeout: Duration,
+        build: impl Fn() -> reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, UpstreamError> {
+        let mut retried = false;
+        loop {
+            match tokio::time::timeout(timeout, build().send()).await {
+                Err(_) => return Err(UpstreamError::Timeout(timeout.as_millis() as u64)),
+                Ok(Ok(resp)) => return Ok(resp),
+                Ok(Err(e)) if !retried && e.is_request() && !e.is_timeout() => {
+                    tracing::debug!(error = %self.redact(&e.without_url().to_string()), "upstream send failed; retrying once");
+                    retried = true;
+                }
+                Ok(Err(e)) => return Err(self.sanitize(e)),
+            }
+        }
     }
 
     /// A reqwest error without its URL (which may carry credentials) and without the key.

@@ -76,10 +76,15 @@ impl UpstreamError {
     /// The `code` of the non-streamed error body and of a stream's `error` event (the same
     /// for both): `context_length_exceeded` (an upstream 400/413/422 whose message says the
     /// prompt does not fit the model's context, as vLLM, llama.cpp, Ollama and OpenAI word
-    /// it), `upstream_rejected_request` (any other 400/413/422), `rate_limit_exceeded` (429),
-    /// `upstream_timeout`, else `upstream_error`.
+    /// it), `upstream_rejected_request` (any other 400/413/422), `model_not_found` (a 404
+    /// whose message names the model, as vLLM and Ollama answer an unknown one; other 404s
+    /// mean a wrong upstream URL), `rate_limit_exceeded` (429), `upstream_timeout`, else
+    /// `upstream_error`.
     pub fn code(&self) -> &'static str {
         match self {
+            UpstreamError::Status { status: 404, message } if message.to_ascii_lowercase().contains("model") => {
+                "model_not_found"
+            }
             UpstreamError::Status { status: 400 | 413 | 422, message } if is_context_length(message) => {
                 "context_length_exceeded"
             }
@@ -95,7 +100,7 @@ impl UpstreamError {
     /// (clients such as Codex CLI do not retry it), `rate_limit_exceeded`, else `server_error`.
     pub fn response_code(code: &str) -> &'static str {
         match code {
-            "upstream_rejected_request" | "context_length_exceeded" => "invalid_prompt",
+            "upstream_rejected_request" | "context_length_exceeded" | "model_not_found" => "invalid_prompt",
             "rate_limit_exceeded" => "rate_limit_exceeded",
             _ => "server_error",
         }
@@ -122,22 +127,25 @@ fn is_context_length(message: &str) -> bool {
 
 impl UpstreamError {
     /// The HTTP answer for a non-streamed turn that failed on the upstream: the upstream's
-    /// own request errors (400, 413, 422) are the client's 400 and a 429 stays a 429, so
-    /// SDKs do not retry a request that cannot succeed; a timeout is a 504; anything else
+    /// own request errors (400, 413, 422) are the client's 400, an unknown model is a 404
+    /// naming `model`, and a 429 stays a 429, so SDKs do not retry a request that cannot
+    /// succeed; a timeout is a 504; anything else
     /// (unreachable, 5xx, auth or routing errors of the gateway's own credentials, broken
     /// streams) is a 502.
     pub fn to_http(&self) -> crate::error::HttpError {
         use axum::http::StatusCode;
+        let code = self.code();
         let (status, kind) = match self {
+            _ if code == "model_not_found" => (StatusCode::NOT_FOUND, "invalid_request_error"),
             UpstreamError::Status { status: 400 | 413 | 422, .. } => (StatusCode::BAD_REQUEST, "invalid_request_error"),
             UpstreamError::Status { status: 429, .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limit_error"),
             UpstreamError::Timeout(_) => (StatusCode::GATEWAY_TIMEOUT, "server_error"),
             _ => (StatusCode::BAD_GATEWAY, "server_error"),
         };
-        let code = self.code();
+        let param = (code == "model_not_found").then(|| "model".to_string());
         crate::error::HttpError {
             status,
-            error: protocol::ApiError { message: self.to_string(), kind: kind.into(), param: None, code: Some(code.into()) },
+            error: protocol::ApiError { message: self.to_string(), kind: kind.into(), param, code: Some(code.into()) },
         }
     }
 }

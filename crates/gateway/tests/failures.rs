@@ -62,7 +62,8 @@ async fn upstream_rejection_has_one_code_streamed_or_not() {
         assert_eq!(s.response["error"]["code"], "invalid_prompt", "one of the SDK's fixed codes, not retried");
     }
     // vLLM's and Ollama's answers to an unknown model (no [models] table): the client's 404
-    // naming `model`, as with a table; any other 404 is a wrong upstream URL, the gateway's 502.
+    // naming `model`, as with a table; a 404 that does not name the model is a wrong upstream
+    // URL, the gateway's 502.
     for body in [
         r#"{"object":"error","message":"The model `gpt-4o` does not exist.","type":"NotFoundError","param":null,"code":404}"#,
         r#"{"error":{"message":"model \"gpt-4o\" not found, try pulling it first","type":"api_error"}}"#,
@@ -78,9 +79,11 @@ async fn upstream_rejection_has_one_code_streamed_or_not() {
         assert_eq!((&err["code"], &err["param"], &err["error"]["type"]), (&json!("model_not_found"), &json!("model"), &json!("invalid_request_error")));
         assert_eq!(s.response["error"]["code"], "invalid_prompt");
     }
-    h.upstream.push(Script::http_error(404, r#"{"detail":"Not Found"}"#));
-    let (status, resp) = h.post(json!({"model":"m","input":"x"})).await;
-    assert_eq!((status, &error_of(&resp)["code"]), (502, &json!("upstream_error")), "{resp}");
+    for body in [r#"{"detail":"Not Found"}"#, r#"{"error":{"message":"Route /v1/chat/completions not found. Did you mean /v1/models?"}}"#] {
+        h.upstream.push(Script::http_error(404, body));
+        let (status, resp) = h.post(json!({"model":"m1","input":"x"})).await;
+        assert_eq!((status, &error_of(&resp)["code"]), (502, &json!("upstream_error")), "{resp}");
+    }
     h.upstream.push(Script::http_error(429, r#"{"error":{"message":"slow down"}}"#));
     let s = h.stream(json!({"model":"m","input":"x"})).await;
     assert_eq!(s.of_type("error")[0]["error"]["type"], "rate_limit_error");
@@ -128,6 +131,13 @@ async fn upstream_error_body_echoing_the_key_is_redacted() {
     let msg = error_of(&body)["message"].as_str().unwrap().to_string();
     assert!(!msg.contains("sk-ech") && msg.contains("refused the gateway's credentials"), "{msg}");
     assert_eq!(h.upstream.requests()[0].authorization.as_deref(), Some("Bearer sk-echoed-456"), "the key is sent upstream");
+    // Any other status: the message is passed on, the key in none of its forms (percent-encoded
+    // in either case, or the Base64 of an echoed header).
+    h.upstream.push(Script::http_error(500, r#"{"error":{"message":"key sk%2Dechoed-456 / sk-echoed%2d456 / c2stZWNob2VkLTQ1Ng== broke"}}"#));
+    let (status, body) = h.post(json!({"model":"m","input":"x"})).await;
+    assert_eq!(status, 502);
+    let msg = error_of(&body)["message"].as_str().unwrap().to_string();
+    assert_eq!(msg, "upstream returned HTTP 500: key [redacted] / [redacted] / [redacted] broke");
 }
 
 #[tokio::test]
@@ -342,7 +352,7 @@ async fn a_connection_dropped_before_any_response_byte_is_retried_once() {
 #[tokio::test]
 async fn in_stream_error_chunks_are_classified_and_redacted() {
     use responses_gateway::upstream::{RoundStream, UpstreamError};
-    let secret: std::sync::Arc<[String]> = vec!["sk-stream-secret-9".to_string()].into();
+    let secret = std::sync::Arc::new(responses_gateway::upstream::redact::Secrets::new(["sk-stream-secret-9".to_string()]));
     for chunk in [
         r#"{"error":{"message":"This model's maximum context length is 4096 tokens (key sk-stream-secret-9)","code":400}}"#,
         r#"{"object":"error","message":"This model's maximum context length is 4096 tokens (key sk-stream-secret-9)","type":"BadRequestError","code":400}"#,
@@ -382,13 +392,13 @@ async fn upstream_url_credentials_and_query_are_used_and_never_echoed() {
     };
     assert_eq!(h.upstream.requests()[0].authorization.as_deref(), Some(basic.as_str()));
     let echo = format!(
-        r#"{{"error":{{"message":"denied: pw!secret / alice:pw!secret / {basic} / qtoken-777 / POST /v1/chat/completions?token=qtoken-777&sig=ab%2Bcd%3D%3D / ab+cd== / alice:pw%21secret"}}}}"#
+        r#"{{"error":{{"message":"denied: pw!secret / alice:pw!secret / {basic} / qtoken-777 / POST /v1/chat/completions?token=qtoken-777&sig=ab%2Bcd%3D%3D / ab+cd== / alice:pw%21secret / ab%2bcd%3d%3d / ab+cd%3D= / YWIrY2Q9PQ"}}}}"#
     );
     h.upstream.push(Script::http_error(400, &echo));
     let (status, body) = h.post(json!({"model":"m","input":"x"})).await;
     assert_eq!(status, 400, "{body}");
     let msg = error_of(&body)["message"].as_str().unwrap().to_string();
-    for secret in ["pw!secret", "pw%21secret", "cHchc2VjcmV0", "qtoken-777", "YWxpY2U6cHchc2VjcmV0", "ab%2Bcd", "ab+cd"] {
+    for secret in ["pw!secret", "pw%21secret", "cHchc2VjcmV0", "qtoken-777", "YWxpY2U6cHchc2VjcmV0", "ab%2Bcd", "ab+cd", "ab%2bcd", "YWIrY2Q9PQ"] {
         assert!(!msg.contains(secret), "{secret} in {msg}");
     }
     assert!(msg.starts_with("upstream returned HTTP 400: denied:"), "{msg}");

@@ -6,11 +6,18 @@ use serde::de::DeserializeOwned;
 use crate::error::HttpError;
 
 /// Parses `bytes` as `T`. A blank body is `T::default()`. Not JSON, or anything but
-/// whitespace after the value → 400 with `param: null`; a wrong type → 400 `invalid_type`
-/// naming the field path (e.g. `items[0].content`).
+/// whitespace after the value → 400 with `param: null`; a value that is not an object → 400
+/// `expected a JSON object` (serde would read an array as positional fields); a wrong type →
+/// 400 `invalid_type` naming the field path (e.g. `items[0].content`).
 pub fn parse<T: DeserializeOwned + Default>(bytes: &[u8]) -> Result<T, HttpError> {
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Ok(T::default());
+    match bytes.trim_ascii_start().first() {
+        None => return Ok(T::default()),
+        Some(b'{') => {}
+        Some(_) => {
+            // Broken JSON is still named as such.
+            serde_json::from_slice::<serde::de::IgnoredAny>(bytes).map_err(|e| unparsable(&e))?;
+            return Err(HttpError::bad_request(None, "Invalid request body: expected a JSON object.").with_code("invalid_type"));
+        }
     }
     let de = &mut serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize::<_, T>(&mut *de).map_err(|e| {
@@ -51,5 +58,9 @@ mod tests {
         assert_eq!(e.error.param.as_deref(), Some("name"));
         assert_eq!(parse::<Body>(b" {\"name\":\"a\"} \n").expect("ok").name.as_deref(), Some("a"));
         assert!(parse::<Body>(b"  ").expect("blank").name.is_none());
+        for not_object in [&b"[\"a\"]"[..], b"[]", b"null", b"\"x\"", b"12"] {
+            let e = parse::<Body>(not_object).expect_err("not an object");
+            assert_eq!(e.error.message, "Invalid request body: expected a JSON object.", "{}", String::from_utf8_lossy(not_object));
+        }
     }
 }

@@ -19,6 +19,7 @@ use protocol::chat::{ChatChunk, ChatUsage};
 use protocol::response::{InputTokensDetails, OutputTokensDetails, Usage};
 use serde_json::Value;
 
+use super::redact::Secrets;
 use super::{chat_request, FinishReason, RoundRequest, UpstreamError, UpstreamEvent};
 
 /// A configured chat-completions upstream.
@@ -32,9 +33,9 @@ pub struct ChatCompletions {
     api_key: Option<String>,
     basic: Option<(String, Option<String>)>,
     /// Every credential an upstream message could echo: the key, the URL's password, its
-    /// `user:password` and that pair in Base64, the URL's query values. Replaced by
+    /// `user:password`, the URL's query values (any encoding, and Base64). Replaced by
     /// `[redacted]` in every error message.
-    secrets: Arc<[String]>,
+    secrets: Arc<Secrets>,
     idle: Duration,
 }
 
@@ -51,11 +52,6 @@ fn percent(s: &str) -> String {
     percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned()
 }
 
-/// Replaces every secret in `s` by `[redacted]`.
-fn redact_with(secrets: &[String], s: &str) -> String {
-    secrets.iter().fold(s.to_string(), |acc, k| acc.replace(k.as_str(), "[redacted]"))
-}
-
 impl ChatCompletions {
     /// `base` is the OpenAI base URL including `/v1`; `idle` bounds every wait on the
     /// upstream (headers and each chunk); `pool_idle` closes unused pooled connections.
@@ -70,30 +66,19 @@ impl ChatCompletions {
         let mut base = reqwest::Url::parse(base)?;
         let user = percent(base.username());
         let password = base.password().map(percent);
-        let mut secrets: Vec<String> = api_key.iter().filter(|k| !k.is_empty()).cloned().collect();
+        let mut secrets: Vec<String> = api_key.iter().cloned().collect();
         if let Some(pw) = password.as_ref().filter(|p| !p.is_empty()) {
-            use base64::Engine as _;
-            // Each both decoded and as written in the URL (percent-encoded): an upstream
-            // that echoes the request line or the URL shows the encoded form.
-            let raw = (base.username(), base.password().unwrap_or_default());
-            for (u, p) in [(user.as_str(), pw.as_str()), raw] {
-                secrets.push(base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}")));
-                secrets.push(format!("{u}:{p}"));
-                secrets.push(p.to_string());
-            }
+            // The pair also as written in the URL: its Base64 differs from the decoded one's.
+            let raw = format!("{}:{}", base.username(), base.password().unwrap_or_default());
+            secrets.extend([pw.clone(), format!("{user}:{pw}"), raw]);
         }
         secrets.extend(base.query_pairs().map(|(_, v)| v.into_owned()).filter(|v| v.len() >= 4));
-        let raw_query = base.query().unwrap_or_default().split('&').filter_map(|kv| kv.split_once('=').map(|(_, v)| v));
-        secrets.extend(raw_query.filter(|v| v.len() >= 4).map(str::to_string));
-        secrets.sort();
-        secrets.dedup();
-        // Longest first, so a secret that contains another is replaced whole.
-        secrets.sort_by_key(|k| std::cmp::Reverse(k.len()));
+        let secrets = Arc::new(Secrets::new(secrets));
         let basic = (!base.username().is_empty()).then(|| (user, password));
         let _ = base.set_username("");
         let _ = base.set_password(None);
         let chat_url = endpoint(&base, "/chat/completions");
-        Ok(ChatCompletions { client, base, chat_url, api_key, basic, secrets: secrets.into(), idle })
+        Ok(ChatCompletions { client, base, chat_url, api_key, basic, secrets, idle })
     }
 
     fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
@@ -140,6 +125,9 @@ impl ChatCompletions {
             } else {
                 self.error_message(&text)
             };
+            if status == reqwest::StatusCode::NOT_FOUND && !req.model.is_empty() && message.contains(req.model) {
+                return Err(UpstreamError::UnknownModel(message));
+            }
             return Err(UpstreamError::Status { status: status.as_u16(), message });
         }
         Ok(RoundStream::new(resp.bytes_stream(), self.idle).with_secrets(self.secrets.clone()))
@@ -189,7 +177,7 @@ impl ChatCompletions {
     }
 
     fn redact(&self, s: &str) -> String {
-        redact_with(&self.secrets, s)
+        self.secrets.redact(s)
     }
 
     /// The upstream's own error message (`error.message`, `error`, or `message`; a body
@@ -231,7 +219,7 @@ pub struct RoundStream {
     /// Native custom calls whose re-encoded arguments are still open.
     open_custom: Vec<usize>,
     /// Credentials to redact from error messages (`ChatCompletions::secrets`).
-    secrets: Arc<[String]>,
+    secrets: Arc<Secrets>,
 }
 
 enum Next {
@@ -257,12 +245,12 @@ impl RoundStream {
             finished: false,
             done: false,
             open_custom: Vec::new(),
-            secrets: Arc::from(Vec::new()),
+            secrets: Arc::default(),
         }
     }
 
     /// Redacts these credentials from every error the stream reports.
-    pub fn with_secrets(mut self, secrets: Arc<[String]>) -> Self {
+    pub fn with_secrets(mut self, secrets: Arc<Secrets>) -> Self {
         self.secrets = secrets;
         self
     }
@@ -295,7 +283,7 @@ impl RoundStream {
     /// The next event; `None` at the end of the round. Error messages never hold a secret.
     pub async fn next(&mut self) -> Option<Result<UpstreamEvent, UpstreamError>> {
         match self.next_raw().await {
-            Some(Err(e)) if !self.secrets.is_empty() => Some(Err(e.redacted(|m| redact_with(&self.secrets, m)))),
+            Some(Err(e)) if !self.secrets.is_empty() => Some(Err(e.redacted(|m| self.secrets.redact(m)))),
             other => other,
         }
     }

@@ -3,6 +3,7 @@
 
 pub mod chat_completions;
 pub mod chat_request;
+pub mod redact;
 
 use protocol::response::Usage;
 use serde_json::Value;
@@ -66,6 +67,10 @@ pub enum UpstreamError {
     Unreachable(String),
     #[error("upstream returned HTTP {status}: {message}")]
     Status { status: u16, message: String },
+    /// The upstream's 404 for the model the request named (its message names that model, as
+    /// vLLM's and Ollama's do); a 404 that does not name it is a `Status` (a wrong URL).
+    #[error("upstream returned HTTP 404: {0}")]
+    UnknownModel(String),
     #[error("upstream sent an invalid response: {0}")]
     Protocol(String),
     #[error("upstream timed out: no data for {0} ms")]
@@ -76,15 +81,12 @@ impl UpstreamError {
     /// The `code` of the non-streamed error body and of a stream's `error` event (the same
     /// for both): `context_length_exceeded` (an upstream 400/413/422 whose message says the
     /// prompt does not fit the model's context, as vLLM, llama.cpp, Ollama and OpenAI word
-    /// it), `upstream_rejected_request` (any other 400/413/422), `model_not_found` (a 404
-    /// whose message names the model, as vLLM and Ollama answer an unknown one; other 404s
-    /// mean a wrong upstream URL), `rate_limit_exceeded` (429), `upstream_timeout`, else
-    /// `upstream_error`.
+    /// it), `upstream_rejected_request` (any other 400/413/422), `model_not_found`
+    /// ([`UpstreamError::UnknownModel`]), `rate_limit_exceeded` (429), `upstream_timeout`,
+    /// else `upstream_error`.
     pub fn code(&self) -> &'static str {
         match self {
-            UpstreamError::Status { status: 404, message } if message.to_ascii_lowercase().contains("model") => {
-                "model_not_found"
-            }
+            UpstreamError::UnknownModel(_) => "model_not_found",
             UpstreamError::Status { status: 400 | 413 | 422, message } if is_context_length(message) => {
                 "context_length_exceeded"
             }
@@ -113,6 +115,7 @@ impl UpstreamError {
         match self {
             UpstreamError::Unreachable(m) => UpstreamError::Unreachable(redact(&m)),
             UpstreamError::Status { status, message } => UpstreamError::Status { status, message: redact(&message) },
+            UpstreamError::UnknownModel(m) => UpstreamError::UnknownModel(redact(&m)),
             UpstreamError::Protocol(m) => UpstreamError::Protocol(redact(&m)),
             UpstreamError::Timeout(ms) => UpstreamError::Timeout(ms),
         }

@@ -79,7 +79,7 @@ fn user_part(p: &ContentPart, param: &str) -> Result<UserPart, ApiError> {
             UserPart::Text(text.clone())
         }
         ContentPart::Refusal { refusal } => UserPart::Text(refusal.clone()),
-        ContentPart::InputImage { image_url: Some(url), detail, .. } => {
+        ContentPart::InputImage { image_url: Some(url), detail, .. } if !url.trim().is_empty() => {
             UserPart::Image { url: url.clone(), detail: detail.clone() }
         }
         ContentPart::InputImage { file_id: Some(_), .. } => {
@@ -270,7 +270,7 @@ mod tests {
     fn missing_file_and_image_data_are_named() {
         let err = b(json!([{"role":"user","content":[{"type":"input_file","filename":"a.txt"}]}])).unwrap_err();
         assert_eq!((err.param.as_deref(), err.code.as_deref()), (Some("input[0].content[0].file_data"), Some("missing_required_parameter")));
-        let err = b(json!([{"role":"user","content":[{"type":"input_image"}]}])).unwrap_err();
+        let err = b(json!([{"role":"user","content":[{"type":"input_image","image_url":" "}]}])).unwrap_err();
         assert_eq!((err.param.as_deref(), err.code.as_deref()), (Some("input[0].content[0].image_url"), Some("missing_required_parameter")));
         let err = b(json!([{"role":"user","content":[{"type":"input_image","file_id":"file-1"}]}])).unwrap_err();
         assert_eq!(err.param.as_deref(), Some("input[0].content[0].file_id"));

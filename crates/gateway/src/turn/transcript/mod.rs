@@ -395,8 +395,8 @@ fn file_search_replay(fs: &protocol::input::FileSearchCallItem, sources: &mut Ve
 /// output), which is then not added twice. Errors (400 naming `{param}.call_id`): an empty
 /// `call_id`, or one that an earlier item of this input already used.
 fn new_call(calls: &mut Vec<(String, bool)>, stored: usize, call_id: &str, param: &str) -> Result<bool, ApiError> {
-    if call_id.is_empty() {
-        return Err(ApiError::invalid(format!("{param}.call_id"), format!("Invalid '{param}.call_id': empty string.")).with_code("empty_string"));
+    if call_id.trim().is_empty() {
+        return Err(empty_call_id(param));
     }
     match calls.iter().position(|(id, _)| id == call_id) {
         Some(pos) if pos < stored => Ok(false),
@@ -411,6 +411,10 @@ fn new_call(calls: &mut Vec<(String, bool)>, stored: usize, call_id: &str, param
     }
 }
 
+fn empty_call_id(param: &str) -> ApiError {
+    ApiError::invalid(format!("{param}.call_id"), format!("Invalid '{param}.call_id': empty string.")).with_code("empty_string")
+}
+
 fn answer(o: &ToolOutput, param: &str, calls: &mut [(String, bool)]) -> Result<String, ApiError> {
     let Some(call_id) = o.call_id.as_deref() else {
         return Err(ApiError::invalid(
@@ -419,6 +423,9 @@ fn answer(o: &ToolOutput, param: &str, calls: &mut [(String, bool)]) -> Result<S
         )
         .with_code("missing_required_parameter"));
     };
+    if call_id.trim().is_empty() {
+        return Err(empty_call_id(param));
+    }
     match calls.iter_mut().find(|(id, _)| id == call_id) {
         None => Err(ApiError::invalid(
             format!("{param}.call_id"),
@@ -547,8 +554,14 @@ mod tests {
         ]))).unwrap_err();
         assert_eq!(err.param.as_deref(), Some("input[1].call_id"));
         assert!(err.message.contains("Duplicate call_id c1"), "{}", err.message);
-        let err = b(None, &items(json!([{"type":"function_call","call_id":"","name":"f","arguments":"{}"}]))).unwrap_err();
-        assert_eq!((err.param.as_deref(), err.code.as_deref()), (Some("input[0].call_id"), Some("empty_string")));
+        for input in [
+            json!([{"type":"function_call","call_id":"","name":"f","arguments":"{}"}]),
+            json!([{"type":"function_call","call_id":" ","name":"f","arguments":"{}"}]),
+            json!([{"type":"function_call_output","call_id":"","output":"x"}]),
+        ] {
+            let err = b(None, &items(input)).unwrap_err();
+            assert_eq!((err.param.as_deref(), err.code.as_deref()), (Some("input[0].call_id"), Some("empty_string")));
+        }
         let mut stored = Transcript::default();
         stored.push_assistant(String::new(), vec![call("c1")]);
         let t = build(Some(stored), None, &items(json!([

@@ -9,6 +9,7 @@ use futures_util::future::BoxFuture;
 use serde::Deserialize;
 
 use super::{normalize, Embedder};
+use crate::upstream::redact::Secrets;
 
 /// Largest number of texts sent in one request (OpenAI allows 2048; local servers less).
 pub const MAX_BATCH: usize = 64;
@@ -26,6 +27,8 @@ pub struct OpenAiEmbedder {
     timeout: Duration,
     /// 0 until the first successful answer.
     dims: AtomicUsize,
+    /// The key, in every form a message could echo it.
+    secrets: Secrets,
 }
 
 impl std::fmt::Debug for OpenAiEmbedder {
@@ -66,18 +69,16 @@ impl OpenAiEmbedder {
             client,
             endpoint,
             model: model.to_string(),
+            secrets: Secrets::new(api_key.clone()),
             api_key: api_key.filter(|k| !k.is_empty()),
             timeout,
             dims: AtomicUsize::new(0),
         })
     }
 
-    /// `s` with every occurrence of the key replaced by `[redacted]`.
+    /// `s` with the key, in any encoding, replaced by `[redacted]`.
     fn redact(&self, s: &str) -> String {
-        match &self.api_key {
-            Some(k) => s.replace(k.as_str(), "[redacted]"),
-            None => s.to_string(),
-        }
+        self.secrets.redact(s)
     }
 
     /// One request for at most [`MAX_BATCH`] texts: unit vectors in input order.

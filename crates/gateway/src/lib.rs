@@ -36,7 +36,7 @@ pub async fn serve_on(
     let addr = listener.local_addr()?;
     tracing::info!(%addr, data_dir = %config.data_dir().display(), store = ?config.store.backend, "listening on http://{addr}");
     let (turns, cancel) = (state.turns.clone(), state.shutdown.clone());
-    let app = http::router(state, config.server.max_body_bytes);
+    let app = http::router(state, &config.server);
     // Small SSE writes must leave at once: without TCP_NODELAY, Nagle and delayed ACKs
     // hold the last chunks of a stream for ~40 ms.
     let listener = listener.tap_io(|tcp| {

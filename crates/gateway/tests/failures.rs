@@ -244,6 +244,26 @@ async fn reused_upstream_call_ids_get_unique_gateway_ids() {
     assert!(!ids.contains(&new_id), "a reused upstream id never collides with earlier calls");
 }
 
+/// A client that declares a body and stops sending it is answered 408 once
+/// `server.request_body_timeout_ms` passes without a byte, and its connection is freed.
+#[tokio::test]
+async fn a_stalled_request_body_times_out() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let h = Harness::start_with(|c| c.server.request_body_timeout_ms = 300).await;
+    for path in ["/v1/responses", "/v1/conversations"] {
+        let mut conn = tokio::net::TcpStream::connect(h.base.trim_start_matches("http://")).await.unwrap();
+        let head = format!("POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{{\"model\"");
+        conn.write_all(head.as_bytes()).await.unwrap();
+        let mut answer = Vec::new();
+        tokio::time::timeout(std::time::Duration::from_secs(10), conn.read_to_end(&mut answer)).await.expect("answered, then closed").unwrap();
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 408"), "{path}: {answer}");
+        assert!(answer.contains(r#""type":"invalid_request_error""#) && answer.contains("request_timeout"), "{path}: {answer}");
+    }
+    h.upstream.push(Script::text(&["ok"]));
+    assert_eq!(h.post(json!({"model":"m","input":"x"})).await.0, 200, "a whole body is unaffected");
+}
+
 #[tokio::test]
 async fn non_openai_errors_are_openai_shaped() {
     let h = Harness::start_with(|c| c.server.max_body_bytes = 1024).await;

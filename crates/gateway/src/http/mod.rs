@@ -25,6 +25,7 @@ use axum::routing::{get, post};
 use crate::store::Store;
 use axum::Router;
 use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::RequestBodyTimeoutLayer;
 
 use crate::config::Config;
 use crate::executors::file_search::VectorStoreBackend;
@@ -120,8 +121,10 @@ fn open_local_index(config: &Config) -> anyhow::Result<Option<Arc<LocalIndex>>> 
     Ok(Some(index))
 }
 
-/// The router with every route.
-pub fn router(state: Arc<AppState>, max_body_bytes: usize) -> Router {
+/// The router with every route: request bodies at most `server.max_body_bytes` (413), each
+/// piece of a body within `server.request_body_timeout_ms` of the last (408).
+pub fn router(state: Arc<AppState>, server: &crate::config::ServerConfig) -> Router {
+    let max_body_bytes = server.max_body_bytes;
     // Uploads may be as large as `max_upload_bytes` plus the multipart framing; the handler
     // answers 413 past the limit itself.
     let upload_limit = state.local_index.as_ref().map_or(max_body_bytes, |i| i.max_upload_bytes().saturating_add(1 << 20));
@@ -169,6 +172,7 @@ pub fn router(state: Arc<AppState>, max_body_bytes: usize) -> Router {
         .fallback(health::not_found)
         .method_not_allowed_fallback(health::method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body_bytes))
+        .layer(RequestBodyTimeoutLayer::new(Duration::from_millis(server.request_body_timeout_ms)))
         .layer(axum::middleware::map_response(rejections::openai_shaped))
         .with_state(state)
 }

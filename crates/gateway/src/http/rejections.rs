@@ -12,6 +12,19 @@ use crate::error::HttpError;
 /// Extractor messages are short; anything longer is cut (bytes).
 const MAX_MESSAGE_BYTES: usize = 4096;
 
+/// What tower-http's body timeout says, inside the extractor's message (a test pins it).
+const BODY_TIMEOUT_TEXT: &str = "data was not received within the designated timeout";
+
+/// The 408 for a request body that stopped arriving (`server.request_body_timeout_ms`), if
+/// `text` (an extractor's message) says so.
+pub fn body_timeout(text: &str) -> Option<HttpError> {
+    text.contains(BODY_TIMEOUT_TEXT).then(|| HttpError {
+        status: StatusCode::REQUEST_TIMEOUT,
+        error: ApiError::invalid(None, "The request body stopped arriving (server.request_body_timeout_ms).")
+            .with_code("request_timeout"),
+    })
+}
+
 /// `map_response` layer: a 4xx whose body is not JSON becomes `{"error":{…}}`.
 pub async fn openai_shaped(resp: Response) -> Response {
     let status = resp.status();
@@ -25,6 +38,9 @@ pub async fn openai_shaped(resp: Response) -> Response {
     }
     let bytes = axum::body::to_bytes(resp.into_body(), MAX_MESSAGE_BYTES).await.unwrap_or_default();
     let text = String::from_utf8_lossy(&bytes).trim().to_string();
+    if let Some(timeout) = body_timeout(&text) {
+        return timeout.into_response();
+    }
     let (message, code) = match status {
         StatusCode::PAYLOAD_TOO_LARGE => {
             ("The request body is larger than this gateway accepts (server.max_body_bytes).".to_string(), "request_too_large")

@@ -64,8 +64,12 @@ pub async fn create(State(state): State<Arc<AppState>>, body: Result<Bytes, Byte
     }
 }
 
-/// A body that could not be read (too large, broken chunked encoding) in the OpenAI shape.
+/// A body that could not be read (too large, broken chunked encoding, stopped arriving) in
+/// the OpenAI shape.
 pub fn body_rejected(rejection: &BytesRejection) -> HttpError {
+    if let Some(timeout) = super::rejections::body_timeout(&rejection.body_text()) {
+        return timeout;
+    }
     let status = rejection.status();
     let message = if status == StatusCode::PAYLOAD_TOO_LARGE {
         "The request body is larger than this gateway accepts (server.max_body_bytes).".to_string()

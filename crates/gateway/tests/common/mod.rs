@@ -75,7 +75,7 @@ impl Harness {
             let shutdown = async {
                 let _ = rx.await;
             };
-            let app = responses_gateway::http::router(Arc::new(state), config.server.max_body_bytes);
+            let app = responses_gateway::http::router(Arc::new(state), &config.server);
             let _ = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
         });
         responses_gateway::install_crypto();

@@ -260,6 +260,15 @@ async fn a_stalled_request_body_times_out() {
         assert!(answer.starts_with("HTTP/1.1 408"), "{path}: {answer}");
         assert!(answer.contains(r#""type":"invalid_request_error""#) && answer.contains("request_timeout"), "{path}: {answer}");
     }
+    // An upload that stalls inside its file part.
+    let mut conn = tokio::net::TcpStream::connect(h.base.trim_start_matches("http://")).await.unwrap();
+    let part = "--XX\r\ncontent-disposition: form-data; name=\"purpose\"\r\n\r\nassistants\r\n--XX\r\ncontent-disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\n\r\nhel";
+    let head = format!("POST /v1/files HTTP/1.1\r\nhost: x\r\ncontent-type: multipart/form-data; boundary=XX\r\ncontent-length: 900\r\n\r\n{part}");
+    conn.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(std::time::Duration::from_secs(10), conn.read_to_end(&mut answer)).await.expect("answered, then closed").unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408") && answer.contains("request_timeout"), "upload: {answer}");
     h.upstream.push(Script::text(&["ok"]));
     assert_eq!(h.post(json!({"model":"m","input":"x"})).await.0, 200, "a whole body is unaffected");
 }

@@ -132,9 +132,20 @@ pub fn render(f: &FileRecord) -> Value {
     })
 }
 
-fn multipart_error(e: impl std::fmt::Display, limit: usize) -> HttpError {
+fn multipart_error(e: axum::extract::multipart::MultipartError, limit: usize) -> HttpError {
+    // The parser's message hides why the body stopped: the causes say it.
+    let mut full = e.to_string();
+    let mut cause = std::error::Error::source(&e);
+    while let Some(c) = cause {
+        full.push_str(": ");
+        full.push_str(&c.to_string());
+        cause = c.source();
+    }
+    if let Some(timeout) = super::rejections::body_timeout(&full) {
+        return timeout;
+    }
     let text = e.to_string();
-    if text.contains("length limit") || text.contains("too large") {
+    if full.contains("length limit") || text.contains("too large") {
         return IndexError::TooLarge { limit }.into();
     }
     HttpError::bad_request(None, format!("Invalid multipart body: {text}")).with_code("invalid_request")

@@ -47,6 +47,28 @@ fn endpoint(base: &reqwest::Url, path: &str) -> reqwest::Url {
     u
 }
 
+/// True when an upstream 404's `message` is about `model`: it says "model" and names it as a
+/// whole (`The model `m` does not exist.`, `model "m" not found`), not inside a path
+/// (`/v1/chat/completions` for model `v1`) or a longer name (`m-lora`).
+fn names_the_model(message: &str, model: &str) -> bool {
+    if model.is_empty() || !message.to_ascii_lowercase().contains("model") {
+        return false;
+    }
+    let name_char = |c: char| c.is_alphanumeric() || matches!(c, '-' | '_' | '/' | ':' | '.');
+    message.match_indices(model).any(|(i, _)| {
+        let before = message[..i].chars().next_back();
+        let mut after = message[i + model.len()..].chars();
+        let next = after.next();
+        // A full stop after the name ends the sentence; before it, or inside, it is part of a name.
+        let ends = match next {
+            None => true,
+            Some('.') => after.next().is_none_or(|c| !name_char(c)),
+            Some(c) => !name_char(c),
+        };
+        !before.is_some_and(name_char) && ends
+    })
+}
+
 /// A URL's percent-encoded user or password, decoded (as sent in Basic auth).
 fn percent(s: &str) -> String {
     percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned()
@@ -125,7 +147,7 @@ impl ChatCompletions {
             } else {
                 self.error_message(&text)
             };
-            if status == reqwest::StatusCode::NOT_FOUND && !req.model.is_empty() && message.contains(req.model) {
+            if status == reqwest::StatusCode::NOT_FOUND && names_the_model(&message, req.model) {
                 return Err(UpstreamError::UnknownModel(message));
             }
             return Err(UpstreamError::Status { status: status.as_u16(), message });
@@ -427,5 +449,33 @@ pub fn map_usage(u: &ChatUsage) -> Usage {
             reasoning_tokens: u.completion_tokens_details.and_then(|d| d.reasoning_tokens).unwrap_or(0),
         },
         total_tokens: total,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::names_the_model;
+
+    #[test]
+    fn a_404_is_about_the_model_only_when_it_names_it() {
+        for (message, model) in [
+            ("The model `gpt-4o` does not exist.", "gpt-4o"),
+            ("model \"llama3:8b\" not found, try pulling it first", "llama3:8b"),
+            ("The model Qwen/Qwen3-8B does not exist", "Qwen/Qwen3-8B"),
+            ("Unknown model: m1.", "m1"),
+        ] {
+            assert!(names_the_model(message, model), "{message}");
+        }
+        for (message, model) in [
+            ("Cannot POST /v1/chat/completions", "v1"),
+            ("Route /v1/chat/completions not found. Did you mean /v1/models?", "chat"),
+            ("Not Found", "Not"),
+            ("The model `qwen-x-lora` does not exist.", "qwen-x"),
+            ("file not found for qwen-x adapter", "qwen-x"),
+            ("The model `m.1` does not exist.", "m"),
+            ("model missing", ""),
+        ] {
+            assert!(!names_the_model(message, model), "{message} / {model}");
+        }
     }
 }

@@ -141,9 +141,9 @@ pub struct ServerConfig {
     pub keepalive_interval_ms: u64,
     /// Largest accepted request body, in bytes.
     pub max_body_bytes: usize,
-    /// Longest wait for the next piece of a request body, in milliseconds; then the request
-    /// is refused (408) and its connection freed. Default 30000.
-    pub request_body_timeout_ms: u64,
+    /// Longest wait for a request's head (its connection is then closed) or for the next
+    /// piece of its body (408, and the connection freed), in milliseconds. Default 30000.
+    pub request_read_timeout_ms: u64,
     /// Serve the browser playground at `/` and `/playground` (default true; false: 404).
     pub playground: bool,
     /// On SIGTERM/Ctrl-C, how long running turns may go on, in milliseconds; then they end
@@ -181,7 +181,7 @@ impl Default for ServerConfig {
             reject_unknown_parameters: false,
             keepalive_interval_ms: 15_000,
             max_body_bytes: 32 * 1024 * 1024,
-            request_body_timeout_ms: 30_000,
+            request_read_timeout_ms: 30_000,
             playground: true,
             shutdown_grace_ms: 30_000,
         }
@@ -277,8 +277,8 @@ impl Config {
         if let Some(t) = self.upstream.native_tools.iter().find(|t| !NATIVE_TOOL_TYPES.contains(&t.as_str())) {
             anyhow::bail!("upstream.native_tools: '{t}' has no native form here (known: {})", NATIVE_TOOL_TYPES.join(", "));
         }
-        if self.server.keepalive_interval_ms == 0 || self.upstream.idle_timeout_ms == 0 || self.server.request_body_timeout_ms == 0 {
-            anyhow::bail!("server.keepalive_interval_ms, server.request_body_timeout_ms and upstream.idle_timeout_ms must be > 0");
+        if self.server.keepalive_interval_ms == 0 || self.upstream.idle_timeout_ms == 0 || self.server.request_read_timeout_ms == 0 {
+            anyhow::bail!("server.keepalive_interval_ms, server.request_read_timeout_ms and upstream.idle_timeout_ms must be > 0");
         }
         self.store.validate()?;
         Ok(())

@@ -13,7 +13,6 @@ pub mod upstream;
 
 use std::sync::Arc;
 
-use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 
 pub use config::Config;
@@ -37,13 +36,6 @@ pub async fn serve_on(
     tracing::info!(%addr, data_dir = %config.data_dir().display(), store = ?config.store.backend, "listening on http://{addr}");
     let (turns, cancel) = (state.turns.clone(), state.shutdown.clone());
     let app = http::router(state, &config.server);
-    // Small SSE writes must leave at once: without TCP_NODELAY, Nagle and delayed ACKs
-    // hold the last chunks of a stream for ~40 ms.
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!("set_nodelay: {e}");
-        }
-    });
     // On shutdown: no new connections; running turns get `shutdown_grace_ms` to finish,
     // then are cancelled (they end `incomplete` and stored turns are stored so).
     let grace = std::time::Duration::from_millis(config.server.shutdown_grace_ms);
@@ -60,7 +52,8 @@ pub async fn serve_on(
             deadline.cancel();
         });
     };
-    axum::serve(listener, app).with_graceful_shutdown(signal).await?;
+    let read_timeout = std::time::Duration::from_millis(config.server.request_read_timeout_ms);
+    http::serve::serve(listener, app, read_timeout, signal).await;
     turns.close();
     tokio::select! {
         () = turns.wait() => {}

@@ -245,11 +245,12 @@ async fn reused_upstream_call_ids_get_unique_gateway_ids() {
 }
 
 /// A client that declares a body and stops sending it is answered 408 once
-/// `server.request_body_timeout_ms` passes without a byte, and its connection is freed.
+/// `server.request_read_timeout_ms` passes without a byte, and its connection is freed; one
+/// that stops inside the request's head has its connection closed.
 #[tokio::test]
 async fn a_stalled_request_body_times_out() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let h = Harness::start_with(|c| c.server.request_body_timeout_ms = 300).await;
+    let h = Harness::start_with(|c| c.server.request_read_timeout_ms = 300).await;
     for path in ["/v1/responses", "/v1/conversations"] {
         let mut conn = tokio::net::TcpStream::connect(h.base.trim_start_matches("http://")).await.unwrap();
         let head = format!("POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{{\"model\"");
@@ -260,6 +261,10 @@ async fn a_stalled_request_body_times_out() {
         assert!(answer.starts_with("HTTP/1.1 408"), "{path}: {answer}");
         assert!(answer.contains(r#""type":"invalid_request_error""#) && answer.contains("request_timeout"), "{path}: {answer}");
     }
+    let mut conn = tokio::net::TcpStream::connect(h.base.trim_start_matches("http://")).await.unwrap();
+    conn.write_all(b"POST /v1/responses HTTP/1.1\r\nhost: x\r\n").await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(std::time::Duration::from_secs(10), conn.read_to_end(&mut answer)).await.expect("closed").ok();
     // An upload that stalls inside its file part.
     let mut conn = tokio::net::TcpStream::connect(h.base.trim_start_matches("http://")).await.unwrap();
     let part = "--XX\r\ncontent-disposition: form-data; name=\"purpose\"\r\n\r\nassistants\r\n--XX\r\ncontent-disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\n\r\nhel";

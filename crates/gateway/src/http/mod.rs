@@ -11,6 +11,7 @@ pub mod models;
 pub mod playground;
 pub mod rejections;
 pub mod responses;
+pub mod serve;
 pub mod sse;
 pub mod stored;
 pub mod vector_stores;
@@ -122,7 +123,7 @@ fn open_local_index(config: &Config) -> anyhow::Result<Option<Arc<LocalIndex>>> 
 }
 
 /// The router with every route: request bodies at most `server.max_body_bytes` (413), each
-/// piece of a body within `server.request_body_timeout_ms` of the last (408).
+/// piece of a body within `server.request_read_timeout_ms` of the last (408).
 pub fn router(state: Arc<AppState>, server: &crate::config::ServerConfig) -> Router {
     let max_body_bytes = server.max_body_bytes;
     // Uploads may be as large as `max_upload_bytes` plus the multipart framing; the handler
@@ -172,7 +173,7 @@ pub fn router(state: Arc<AppState>, server: &crate::config::ServerConfig) -> Rou
         .fallback(health::not_found)
         .method_not_allowed_fallback(health::method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body_bytes))
-        .layer(RequestBodyTimeoutLayer::new(Duration::from_millis(server.request_body_timeout_ms)))
+        .layer(RequestBodyTimeoutLayer::new(Duration::from_millis(server.request_read_timeout_ms)))
         .layer(axum::middleware::map_response(rejections::openai_shaped))
         .with_state(state)
 }

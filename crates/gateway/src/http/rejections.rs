@@ -15,12 +15,12 @@ const MAX_MESSAGE_BYTES: usize = 4096;
 /// What tower-http's body timeout says, inside the extractor's message (a test pins it).
 const BODY_TIMEOUT_TEXT: &str = "data was not received within the designated timeout";
 
-/// The 408 for a request body that stopped arriving (`server.request_body_timeout_ms`), if
+/// The 408 for a request body that stopped arriving (`server.request_read_timeout_ms`), if
 /// `text` (an extractor's message) says so.
 pub fn body_timeout(text: &str) -> Option<HttpError> {
     text.contains(BODY_TIMEOUT_TEXT).then(|| HttpError {
         status: StatusCode::REQUEST_TIMEOUT,
-        error: ApiError::invalid(None, "The request body stopped arriving (server.request_body_timeout_ms).")
+        error: ApiError::invalid(None, "The request body stopped arriving (server.request_read_timeout_ms).")
             .with_code("request_timeout"),
     })
 }

@@ -76,7 +76,8 @@ impl Harness {
                 let _ = rx.await;
             };
             let app = responses_gateway::http::router(Arc::new(state), &config.server);
-            let _ = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
+            let read_timeout = Duration::from_millis(config.server.request_read_timeout_ms);
+            responses_gateway::http::serve::serve(listener, app, read_timeout, shutdown).await;
         });
         responses_gateway::install_crypto();
         let client = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().expect("client");

@@ -1,0 +1,60 @@
+//! The accept loop. `axum::serve` cannot bound the wait for a request's head, so a client
+//! that opens a connection and sends half a head held it forever; this loop serves the same
+//! router with hyper's header read timeout, TCP_NODELAY and graceful shutdown.
+
+use std::future::Future;
+use std::time::Duration;
+
+use axum::Router;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto::Builder;
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+
+/// Serves `app` (HTTP/1.1 and HTTP/2) on `listener` until `shutdown` resolves; then accepts
+/// no more connections and waits until the open ones have answered their current request.
+/// A client has `read_timeout` to send a request's head (on a kept-alive connection, counted
+/// from the previous answer), else its connection is closed. Accept errors are logged and
+/// retried (after 1 s unless only that connection failed).
+pub async fn serve(listener: TcpListener, app: Router, read_timeout: Duration, shutdown: impl Future<Output = ()>) {
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(read_timeout);
+    let graceful = GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let tcp = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, _)) => tcp,
+                Err(e) => {
+                    if !is_connection_error(&e) {
+                        tracing::warn!(error = %e, "accepting a connection failed; retrying in 1 s");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        // Small SSE writes must leave at once: without TCP_NODELAY, Nagle and delayed ACKs
+        // hold the last chunks of a stream for ~40 ms.
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!("set_nodelay: {e}");
+        }
+        let conn = builder.serve_connection(TokioIo::new(tcp), TowerToHyperService::new(app.clone())).into_owned();
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(error = %e, "connection closed with an error");
+            }
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+}
+
+/// Errors of one connection (it failed before it was accepted), not of the listener.
+fn is_connection_error(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(e.kind(), ConnectionRefused | ConnectionAborted | ConnectionReset)
+}

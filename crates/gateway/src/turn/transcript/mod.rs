@@ -215,9 +215,16 @@ impl Transcript {
         false
     }
 
-    /// Adds a replayed call to the assistant turn it belongs to: consecutive call and output
-    /// items (no message in between) are one assistant turn, as the model produced them.
-    fn push_call(&mut self, call: Call) {
+    /// Adds a replayed call to the assistant turn it belongs to. A call that follows a tool
+    /// output (`after_output`) starts a new turn: `[call 1, output 1, call 2, output 2]` is two
+    /// rounds, the second made knowing the first's result. Otherwise it joins the last
+    /// assistant turn, past the results a replayed gateway search carries inline
+    /// (`[search 1, search 2]` is one round of parallel calls, as the model made it).
+    fn push_call(&mut self, call: Call, after_output: bool) {
+        if after_output {
+            self.entries.push(Entry::Assistant { text: String::new(), calls: vec![call] });
+            return;
+        }
         let last_assistant = self.entries.iter().rposition(|e| !matches!(e, Entry::ToolResult { .. }));
         match last_assistant.map(|i| &mut self.entries[i]) {
             Some(Entry::Assistant { calls, .. }) => calls.push(call),
@@ -249,32 +256,48 @@ pub fn build(
     // Images returned by tool outputs: chat tool messages hold text only, so they follow the
     // run of tool messages as one user message.
     let mut tool_images: Vec<UserPart> = Vec::new();
+    // Whether the last item that counts was the output of a client's call (reasoning items,
+    // dropped, do not count): the next call is then a new round. A gateway tool's output is
+    // not: the gateway lists it right after its call, before the round's other calls.
+    let mut after_output = matches!(t.entries.last(), Some(Entry::ToolResult { .. }));
+    let mut server_calls: std::collections::HashSet<&str> = std::collections::HashSet::new();
     for (i, item) in items.iter().enumerate() {
         let param = format!("input[{i}]");
         if !matches!(item, InputItem::FunctionCallOutput(_) | InputItem::CustomToolCallOutput(_)) && !tool_images.is_empty() {
             t.entries.push(Entry::User(std::mem::take(&mut tool_images)));
         }
         match item {
-            InputItem::Message(m) => message(m, &param, &mut system, &mut t)?,
+            InputItem::Message(m) => {
+                message(m, &param, &mut system, &mut t)?;
+                after_output = false;
+            }
             InputItem::FunctionCall(c) => {
                 if !new_call(&mut calls, stored_calls, &c.call_id, &param)? {
                     continue;
                 }
-                t.push_call(Call {
+                let call = Call {
                     call_id: c.call_id.clone(),
                     name: visible_name(&c.name, c.namespace.as_deref()),
                     arguments: c.arguments.clone(),
-                });
+                };
+                if is_server_tool(&call.name) {
+                    server_calls.insert(&c.call_id);
+                }
+                t.push_call(call, std::mem::take(&mut after_output));
             }
             InputItem::CustomToolCall(c) => {
                 if !new_call(&mut calls, stored_calls, &c.call_id, &param)? {
                     continue;
                 }
-                t.push_call(Call {
+                let call = Call {
                     call_id: c.call_id.clone(),
                     name: visible_name(&c.name, c.namespace.as_deref()),
                     arguments: custom::arguments_from_input(&c.input),
-                });
+                };
+                if is_server_tool(&call.name) {
+                    server_calls.insert(&c.call_id);
+                }
+                t.push_call(call, std::mem::take(&mut after_output));
             }
             InputItem::FunctionCallOutput(o) | InputItem::CustomToolCallOutput(o) => {
                 let call_id = answer(o, &param, &mut calls)?;
@@ -283,6 +306,7 @@ pub fn build(
                     tool_images.push(UserPart::Text(format!("The image(s) returned by tool call {call_id}:")));
                     tool_images.extend(images);
                 }
+                after_output = !server_calls.contains(call_id.as_str());
                 t.push_tool_result(call_id, content);
             }
             InputItem::WebSearchCall(ws) => {
@@ -290,7 +314,7 @@ pub fn build(
                 // results (`restored`, for a stored turn) or a tool message rebuilt from its
                 // query and sources.
                 let (call, result, query) = web_search_replay(ws);
-                t.push_call(call);
+                t.push_call(call, std::mem::take(&mut after_output));
                 // A stored turn's results come back as the model saw them, if the replayed
                 // item still asks what the stored one asked.
                 let result = match restored.get(&ws.id) {
@@ -303,7 +327,7 @@ pub fn build(
                 // Lossy without `include: ["file_search_call.results"]`: then only the
                 // queries come back. With results, the chunks are shown again as they were.
                 let (call, result) = file_search_replay(fs, &mut t.file_sources);
-                t.push_call(call);
+                t.push_call(call, std::mem::take(&mut after_output));
                 t.push_tool_result(fs.id.clone(), result);
             }
             InputItem::Reasoning(_) | InputItem::Other { .. } => {}
@@ -533,6 +557,20 @@ mod tests {
             (json!([fc("c1"), fc("c2"), fco("c1"), said("x"), fco("c2")]), vec![assistant("x", &["c1", "c2"]), result("c1"), result("c2")]),
             (json!([fc("c1"), asked("u"), fc("c2"), fco("c2"), fco("c1")]),
                 vec![assistant("", &["c1"]), result("c1"), user("u"), assistant("", &["c2"]), result("c2")]),
+            // Sequential rounds stay rounds (reasoning items between them are dropped), parallel
+            // calls one turn.
+            (json!([fc("c1"), fco("c1"), fc("c2"), fco("c2")]), vec![assistant("", &["c1"]), result("c1"), assistant("", &["c2"]), result("c2")]),
+            (json!([{"type":"reasoning","id":"rs_1","summary":[]}, fc("c1"), fco("c1"), {"type":"reasoning","id":"rs_2","summary":[]}, fc("c2"), fco("c2")]),
+                vec![assistant("", &["c1"]), result("c1"), assistant("", &["c2"]), result("c2")]),
+            (json!([fc("c1"), fc("c2"), fco("c2"), fco("c1"), fc("c3"), fco("c3")]),
+                vec![assistant("", &["c1", "c2"]), result("c1"), result("c2"), assistant("", &["c3"]), result("c3")]),
+            // A gateway tool's output comes right after its call, before the round's other
+            // calls (the gateway's own output order): still one round.
+            (json!([{"type":"custom_tool_call","call_id":"c1","name":"package_version","input":"axum"},
+                    {"type":"custom_tool_call_output","call_id":"c1","output":"rc1"}, fc("c2"), fco("c2")]),
+                vec![Entry::Assistant { text: String::new(), calls: vec![
+                    Call { call_id: "c1".into(), name: "package_version".into(), arguments: r#"{"input":"axum"}"#.into() }, call("c2")] },
+                    result("c1"), result("c2")]),
             // Valid orders stay as they are.
             (json!([said("a"), fc("c1"), fco("c1"), said("b"), asked("u"), fc("c2"), fco("c2")]),
                 vec![assistant("a", &["c1"]), result("c1"), assistant("b", &[]), user("u"), assistant("", &["c2"]), result("c2")]),

@@ -56,3 +56,16 @@ impl IntoResponse for HttpError {
         (self.status, axum::Json(ErrorBody { error: self.error })).into_response()
     }
 }
+
+/// `e`'s message followed by each of its causes (`outer: cause: root cause`): libraries'
+/// top-level messages often hide why (a refused connection, a timed-out body).
+pub fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut msg = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        msg.push_str(": ");
+        msg.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    msg
+}

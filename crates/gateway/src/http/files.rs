@@ -134,13 +134,7 @@ pub fn render(f: &FileRecord) -> Value {
 
 fn multipart_error(e: axum::extract::multipart::MultipartError, limit: usize) -> HttpError {
     // The parser's message hides why the body stopped: the causes say it.
-    let mut full = e.to_string();
-    let mut cause = std::error::Error::source(&e);
-    while let Some(c) = cause {
-        full.push_str(": ");
-        full.push_str(&c.to_string());
-        cause = c.source();
-    }
+    let full = crate::error::with_causes(&e);
     if let Some(timeout) = super::rejections::body_timeout(&full) {
         return timeout;
     }

@@ -183,14 +183,7 @@ impl ChatCompletions {
         let timeout = e.is_timeout();
         let e = e.without_url();
         // The causes say why ("connection refused", a TLS error); they carry no URL.
-        let mut msg = e.to_string();
-        let mut source = std::error::Error::source(&e);
-        while let Some(cause) = source {
-            msg.push_str(": ");
-            msg.push_str(&cause.to_string());
-            source = cause.source();
-        }
-        let msg = self.redact(&msg);
+        let msg = self.redact(&crate::error::with_causes(&e));
         if timeout {
             UpstreamError::Timeout(self.idle.as_millis() as u64)
         } else {

@@ -2,8 +2,10 @@
 //! request's `instructions` and `input` items (contract §4), extended by each round.
 
 mod content;
+mod searches;
 
 use content::{message, tool_output_content};
+use searches::{file_search_replay, web_search_replay};
 use protocol::input::{InputItem, ToolOutput};
 use protocol::ApiError;
 use serde::{Deserialize, Serialize};
@@ -358,61 +360,6 @@ pub fn build(
 
 /// The model-visible name of the gateway's web search function.
 pub const WEB_SEARCH_FUNCTION: &str = "web_search";
-
-fn web_search_replay(ws: &protocol::input::WebSearchCallItem) -> (Call, String, String) {
-    let action = ws.action.as_ref();
-    let query = action
-        .and_then(|a| a.get("query").and_then(|q| q.as_str()).map(str::to_string))
-        .or_else(|| action.and_then(|a| a.pointer("/queries/0")).and_then(|q| q.as_str()).map(str::to_string))
-        .unwrap_or_default();
-    let sources: Vec<&str> = action
-        .and_then(|a| a.get("sources"))
-        .and_then(|s| s.as_array())
-        .map(|a| a.iter().filter_map(|s| s.get("url").and_then(|u| u.as_str())).collect())
-        .unwrap_or_default();
-    let mut result = format!("Web search for \"{query}\" (earlier turn; results not kept).");
-    if !sources.is_empty() {
-        result.push_str(&format!(" Sources: {}", sources.join(", ")));
-    }
-    let call = Call {
-        call_id: ws.id.clone(),
-        name: WEB_SEARCH_FUNCTION.to_string(),
-        arguments: serde_json::json!({"query": query}).to_string(),
-    };
-    (call, result, query)
-}
-
-fn file_search_replay(fs: &protocol::input::FileSearchCallItem, sources: &mut Vec<crate::events::file_citations::FileSource>) -> (Call, String) {
-    use crate::executors::file_search::{render::render_for_model, FileHit};
-    let call = Call {
-        call_id: fs.id.clone(),
-        name: crate::tools::file_search::FUNCTION.to_string(),
-        arguments: serde_json::json!({"queries": fs.queries}).to_string(),
-    };
-    let result = match &fs.results {
-        Some(results) => {
-            let str_of = |v: &serde_json::Value, k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or_default().to_string();
-            let hits: Vec<FileHit> = results
-                .iter()
-                .map(|r| FileHit {
-                    file_id: str_of(r, "file_id"),
-                    filename: str_of(r, "filename"),
-                    score: r.get("score").and_then(|x| x.as_f64()).unwrap_or(0.0),
-                    text: str_of(r, "text"),
-                    attributes: r.get("attributes").and_then(|a| a.as_object()).cloned().unwrap_or_default(),
-                })
-                .collect();
-            let text = render_for_model(&fs.queries, &hits, sources.len() + 1);
-            sources.extend(hits.iter().map(|h| crate::events::file_citations::FileSource { file_id: h.file_id.clone(), filename: h.filename.clone() }));
-            text
-        }
-        None => format!(
-            "File search for {} (earlier turn; the results were not kept).",
-            fs.queries.iter().map(|q| format!("\"{q}\"")).collect::<Vec<_>>().join(", ")
-        ),
-    };
-    (call, result)
-}
 
 /// Records a replayed call's `call_id` in `calls`; false when it repeats a call of the stored
 /// transcript (its first `stored` entries: a client that sends the call again with its

@@ -273,31 +273,13 @@ pub fn build(
                 message(m, &param, &mut system, &mut t)?;
                 after_output = false;
             }
-            InputItem::FunctionCall(c) => {
-                if !new_call(&mut calls, stored_calls, &c.call_id, &param)? {
+            InputItem::FunctionCall(_) | InputItem::CustomToolCall(_) => {
+                let Some((call_id, call)) = replayed_call(item) else { continue };
+                if !new_call(&mut calls, stored_calls, call_id, &param)? {
                     continue;
                 }
-                let call = Call {
-                    call_id: c.call_id.clone(),
-                    name: visible_name(&c.name, c.namespace.as_deref()),
-                    arguments: c.arguments.clone(),
-                };
                 if is_server_tool(&call.name) {
-                    server_calls.insert(&c.call_id);
-                }
-                t.push_call(call, std::mem::take(&mut after_output));
-            }
-            InputItem::CustomToolCall(c) => {
-                if !new_call(&mut calls, stored_calls, &c.call_id, &param)? {
-                    continue;
-                }
-                let call = Call {
-                    call_id: c.call_id.clone(),
-                    name: visible_name(&c.name, c.namespace.as_deref()),
-                    arguments: custom::arguments_from_input(&c.input),
-                };
-                if is_server_tool(&call.name) {
-                    server_calls.insert(&c.call_id);
+                    server_calls.insert(call_id);
                 }
                 t.push_call(call, std::mem::take(&mut after_output));
             }
@@ -360,6 +342,17 @@ pub fn build(
 
 /// The model-visible name of the gateway's web search function.
 pub const WEB_SEARCH_FUNCTION: &str = "web_search";
+
+/// A replayed `function_call` or `custom_tool_call` as its `call_id` and the call under its
+/// model-visible name (a custom call's raw input as the function's one argument).
+fn replayed_call(item: &InputItem) -> Option<(&str, Call)> {
+    let (call_id, name, namespace, arguments) = match item {
+        InputItem::FunctionCall(c) => (&c.call_id, &c.name, c.namespace.as_deref(), c.arguments.clone()),
+        InputItem::CustomToolCall(c) => (&c.call_id, &c.name, c.namespace.as_deref(), custom::arguments_from_input(&c.input)),
+        _ => return None,
+    };
+    Some((call_id.as_str(), Call { call_id: call_id.clone(), name: visible_name(name, namespace), arguments }))
+}
 
 /// Records a replayed call's `call_id` in `calls`; false when it repeats a call of the stored
 /// transcript (its first `stored` entries: a client that sends the call again with its

@@ -10,7 +10,7 @@
 #                   smoke test; exit code = smoke test result
 #   --llama-only    install, start llama.cpp only, print its URL, stay until Ctrl-C
 #   --port N        llama.cpp port for --llama-only (default: a free port)
-#   --record        re-record crates/gateway/tests/data/llamacpp_*.{sse,json}
+#   --record        re-record crates/gateway/tests/integration/data/llamacpp_*.{sse,json}
 #   --install-only  only create/refresh the venv
 # Environment: GATEWAY_BIN (default target/release/responses-gateway, built with
 #   cargo if missing), PYTHON (default python3), LLAMA_PORT, GW_PORT, SEARCH_PORT,
@@ -182,7 +182,7 @@ case "$MODE" in
   record)
     start_llama
     "$PY" scripts/real_model/record.py --base-url "http://127.0.0.1:$LLAMA_PORT/v1" \
-      --out crates/gateway/tests/data ;;
+      --out crates/gateway/tests/integration/data ;;
   smoke)
     start_llama
     start_search

@@ -7,7 +7,7 @@ Writes, byte for byte as llama.cpp sent them (HTTP framing removed):
   llamacpp_tool_call.json non-streamed get_weather tool call
 All requests: temperature 0, streams with stream_options.include_usage = true.
 
-Usage: record.py --base-url http://127.0.0.1:PORT [--out crates/gateway/tests/data]
+Usage: record.py --base-url http://127.0.0.1:PORT [--out crates/gateway/tests/integration/data]
 Uses only the standard library.
 """
 
@@ -49,7 +49,7 @@ def post(base_url: str, body: dict) -> bytes:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base-url", required=True, help="llama.cpp OpenAI base URL, e.g. http://127.0.0.1:8080/v1")
-    ap.add_argument("--out", default="crates/gateway/tests/data")
+    ap.add_argument("--out", default="crates/gateway/tests/integration/data")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
 

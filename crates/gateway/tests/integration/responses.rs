@@ -1,8 +1,7 @@
 //! Integration tests of `POST /v1/responses` over a scripted chat-completions upstream.
 
-mod common;
 
-use common::{error_of, items_without_ids, Harness};
+use crate::common::{error_of, items_without_ids, Harness};
 use scripted_upstream::{Script, ToolCallScript};
 use serde_json::{json, Value};
 

@@ -1,13 +1,12 @@
 //! Upstream failures, truncation and keep-alive: every stream still satisfies the
 //! invariants and ends in exactly one terminal event.
 
-mod common;
 
-use common::{error_of, Harness};
+use crate::common::{error_of, Harness};
 use scripted_upstream::{Fault, Script, ToolCallScript};
 use serde_json::json;
 
-fn assert_failed_stream(s: &common::Checked) {
+fn assert_failed_stream(s: &crate::common::Checked) {
     assert_eq!(s.terminal_type(), "response.failed", "{}", s.raw);
     let types = s.types();
     let n = types.len();

@@ -2,12 +2,11 @@
 //! upstream request with it); a `store: true` turn runs to its end. After 200 disconnects
 //! the process's open file descriptors and tokio tasks are back to their baseline.
 
-mod common;
 
 use std::sync::atomic::Ordering::SeqCst;
 use std::time::Duration;
 
-use common::{Harness, TestTool};
+use crate::common::{Harness, TestTool};
 use futures_util::StreamExt;
 use scripted_upstream::{Script, ToolCallScript};
 use serde_json::json;

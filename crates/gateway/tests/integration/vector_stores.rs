@@ -2,12 +2,11 @@
 //! upload, attach (status in_progress → completed/failed), search with filters and scores
 //! in 0..1, delete, limits (413/404/400), non-ASCII text, PDF/HTML/JSON, restart.
 
-mod common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{error_of, Harness};
+use crate::common::{error_of, Harness};
 use serde_json::{json, Value};
 
 /// Polls the attachment until it leaves `in_progress` (30 s at most).

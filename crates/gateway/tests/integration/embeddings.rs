@@ -190,7 +190,7 @@ mod minilm {
             Some(d) if !d.is_empty() => d.into(),
             _ => panic!(
                 "MINILM_DIR is not set: the `minilm` feature's tests need the all-MiniLM-L6-v2 directory; \
-                 run them as MINILM_DIR=$(bash scripts/minilm.sh) cargo test -p responses-gateway --features minilm --test embeddings"
+                 run them as MINILM_DIR=$(bash scripts/minilm.sh) cargo test -p responses-gateway --features minilm --test integration embeddings::"
             ),
         }
     }

@@ -2,15 +2,15 @@
 //! conversation's items and append their input and output, the lease that answers a racing
 //! turn with 409, and a commit that fails after the stream started (`response.failed`).
 
-mod common;
 
 use std::sync::Arc;
 
-use common::{error_of, Harness, TestDb};
+use crate::common::{error_of, Harness, TestDb};
 use futures_util::future::BoxFuture;
 use futures_util::StreamExt;
 use responses_gateway::executors::ServerTool;
 use scripted_upstream::{Script, ToolCallScript};
+use crate::on_both_backends;
 use serde_json::{json, Value};
 
 /// A server tool that waits until the test opens its gate: keeps a turn running.
@@ -286,7 +286,7 @@ async fn failed_commit_ends_stream_with_response_failed(db: Arc<TestDb>) {
         .unwrap();
     gate.open.notify_one();
     let raw = rest(seen, Box::pin(stream)).await;
-    let checked = common::check_stream(&raw);
+    let checked = crate::common::check_stream(&raw);
     assert_eq!(checked.terminal_type(), "response.failed", "{raw}");
     assert_eq!(checked.response["error"]["code"], "server_error");
     assert!(!raw.contains("event: response.completed"));

@@ -2,14 +2,14 @@
 //! continue each other's turns, and a restarted process continues and retrieves what the
 //! previous one stored.
 
-mod common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 
-use common::TestDb;
+use crate::common::TestDb;
 use scripted_upstream::{Script, ScriptedUpstream, ToolCallScript};
+use crate::on_both_backends;
 use serde_json::{json, Value};
 
 /// A gateway process; killed on drop.

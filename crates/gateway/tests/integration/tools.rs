@@ -1,11 +1,10 @@
 //! The tool framework and the agent loop: routing by owner, the server-owned
 //! `package_version` tool, budgets, rejections and collisions.
 
-mod common;
 
 use std::sync::atomic::Ordering::SeqCst;
 
-use common::{error_of, items_without_ids, Harness, TestTool};
+use crate::common::{error_of, items_without_ids, Harness, TestTool};
 use scripted_upstream::{Script, ToolCallScript};
 use serde_json::{json, Value};
 

@@ -3,12 +3,12 @@
 //! incomplete turns, streams committed before their terminal event, disconnects, restarts
 //! and two replicas on one database.
 
-mod common;
 
 use std::sync::Arc;
 
-use common::{error_of, Harness, TestDb, TestTool};
+use crate::common::{error_of, Harness, TestDb, TestTool};
 use scripted_upstream::{Script, ToolCallScript};
+use crate::on_both_backends;
 use serde_json::{json, Value};
 
 fn weather_tool() -> Value {
@@ -21,8 +21,8 @@ async fn start(db: Arc<TestDb>) -> Harness {
 }
 
 /// A gateway whose web_search runs on a SearXNG-shaped fixture (kept alive by the caller).
-async fn start_with_searxng(db: Arc<TestDb>) -> (Harness, common::search_fixture::SearchFixture) {
-    use common::search_fixture::{searxng_page, Mode, SearchFixture};
+async fn start_with_searxng(db: Arc<TestDb>) -> (Harness, crate::common::search_fixture::SearchFixture) {
+    use crate::common::search_fixture::{searxng_page, Mode, SearchFixture};
     let fx = SearchFixture::start().await;
     fx.set(Mode::Ok(searxng_page()));
     let url = format!("{}/search", fx.origin);
@@ -236,7 +236,7 @@ async fn retrieve_returns_what_was_answered(db: Arc<TestDb>) {
     let url = format!("{}/v1/responses/{}?stream=true", h.base, body["id"].as_str().unwrap());
     let raw = h.client.get(&url).send().await.unwrap();
     assert_eq!(raw.headers()["content-type"], "text/event-stream");
-    let replayed = common::check_stream(&raw.text().await.unwrap());
+    let replayed = crate::common::check_stream(&raw.text().await.unwrap());
     assert_eq!(replayed.terminal_type(), "response.completed");
     assert_eq!(replayed.response, body);
     let deltas: String = replayed.of_type("response.output_text.delta").iter().map(|e| e["delta"].as_str().unwrap()).collect();

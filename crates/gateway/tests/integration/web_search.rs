@@ -1,10 +1,9 @@
 //! `web_search` owned by the gateway: SearXNG/Degoog over the `http` backend, the `openai`
 //! backend, lifecycle events, `url_citation`s, failures and replay.
 
-mod common;
 
-use common::search_fixture::{degoog_page, searxng_page, Mode, SearchFixture};
-use common::{error_of, Harness};
+use crate::common::search_fixture::{degoog_page, searxng_page, Mode, SearchFixture};
+use crate::common::{error_of, Harness};
 use responses_gateway::config::WebSearchBackendKind;
 use scripted_upstream::{Script, ToolCallScript};
 use serde_json::{json, Value};

@@ -2,10 +2,9 @@
 //! (OpenAI's and OGX's page shapes): lifecycle events, results, `file_citation` markers
 //! removed from the streamed text, failures, validation before any model call, replay.
 
-mod common;
 
-use common::vector_fixture::{VectorFixture, VsMode};
-use common::{error_of, items_without_ids, Harness};
+use crate::common::vector_fixture::{VectorFixture, VsMode};
+use crate::common::{error_of, items_without_ids, Harness};
 use responses_gateway::executors::file_search::config::RemoteStoreConfig;
 use scripted_upstream::Script;
 use serde_json::{json, Value};

@@ -4,11 +4,10 @@
 //! it, and then a file_search turn cites it.
 #![cfg(feature = "minilm")]
 
-mod common;
 
 use std::time::{Duration, Instant};
 
-use common::Harness;
+use crate::common::Harness;
 use responses_gateway::executors::file_search::config::EmbeddingsBackend;
 use scripted_upstream::Script;
 use serde_json::{json, Value};

@@ -1,0 +1,24 @@
+//! The gateway's integration tests, one test binary: each module is one area (a file per
+//! area, as before); `common` is the shared harness (a gateway and a scripted upstream in
+//! process, the stream checker, database and search fixtures). One binary instead of one
+//! per file: each would link the whole gateway (~440 MB with debug info each in a debug
+//! build), which filled a CI machine's disk.
+
+mod common;
+
+mod cli;
+mod disconnect;
+mod embeddings;
+mod failures;
+mod file_search;
+mod fuzz;
+mod hybrid_search;
+mod responses;
+mod store_conversations;
+mod store_processes;
+mod store_responses;
+mod store_startup;
+mod tools;
+mod vector_stores;
+mod vector_stores_process;
+mod web_search;

@@ -34,7 +34,9 @@ pub async fn create(State(state): State<Arc<AppState>>, body: Result<Bytes, Byte
         store: &state.store,
         lease_ttl_ms: state.lease_ttl_ms,
     };
-    let mut prepared = match state::prepare(req, &body, &ctx).await {
+    // The turn's futures are boxed (prepare's state is ~8 KB, the run's ~6 KB): the
+    // handler's own future stays small, and axum and tower move it several times.
+    let mut prepared = match Box::pin(state::prepare(req, &body, &ctx)).await {
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };
@@ -44,15 +46,15 @@ pub async fn create(State(state): State<Arc<AppState>>, body: Result<Bytes, Byte
     }
     let Some(plan) = prepared.persist.take() else {
         let mut emitter = Emitter::new(std::mem::take(&mut prepared.base), None);
-        return answer(turn::run(prepared, &state.upstream, &mut emitter, state.limits).await);
+        return answer(Box::pin(turn::run(prepared, &state.upstream, &mut emitter, state.limits)).await);
     };
     // A stored turn runs in its own task: a client that goes away does not cancel it.
     // Boxed before spawning: the task moves a pointer, not the turn's state.
     let task = state.turns.clone().spawn(Box::pin(async move {
         let mut emitter = Emitter::new(std::mem::take(&mut prepared.base), None);
-        let mut outcome = turn::run(prepared, &state.upstream, &mut emitter, state.limits).await;
+        let mut outcome = Box::pin(turn::run(prepared, &state.upstream, &mut emitter, state.limits)).await;
         let transcript = std::mem::take(&mut outcome.transcript);
-        persist::commit(plan, &outcome.response, transcript).await.map(|()| outcome)
+        Box::pin(persist::commit(plan, &outcome.response, transcript)).await.map(|()| outcome)
     }));
     match task.await {
         Ok(Ok(outcome)) => answer(outcome),
@@ -135,9 +137,9 @@ fn stream(state: Arc<AppState>, mut prepared: Prepared) -> Response {
             // Commit first, then send the terminal event (or response.failed).
             emitter.hold_terminal();
         }
-        let outcome = turn::run(prepared, &state.upstream, &mut emitter, state.limits).await;
+        let outcome = Box::pin(turn::run(prepared, &state.upstream, &mut emitter, state.limits)).await;
         if let Some(plan) = plan {
-            match persist::commit(plan, &outcome.response, outcome.transcript).await {
+            match Box::pin(persist::commit(plan, &outcome.response, outcome.transcript)).await {
                 Ok(()) => emitter.release_terminal(),
                 Err(e) => {
                     tracing::error!(error = %e, "storing the streamed turn failed");

@@ -77,12 +77,18 @@ enum Held {
     Many(BytesMut),
 }
 
+/// The smallest buffer a burst of several events is gathered in, in bytes.
+const MIN_BURST_BYTES: usize = 8 * 1024;
+
 impl Held {
     fn push(&mut self, b: Bytes) {
         *self = match std::mem::take(self) {
             Held::Empty => Held::One(b),
             Held::One(first) => {
-                let mut buf = BytesMut::with_capacity((first.len() + b.len()) * 4);
+                // Room for a burst's usual events: the last one (`response.completed` after
+                // the `.done` events) holds the whole Response, and growing by reallocation
+                // copied each burst again (~20k instructions per stream).
+                let mut buf = BytesMut::with_capacity(((first.len() + b.len()) * 4).max(MIN_BURST_BYTES));
                 buf.extend_from_slice(&first);
                 buf.extend_from_slice(&b);
                 Held::Many(buf)

@@ -173,7 +173,7 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
             }
         }
         let ran_gateway = !gateway.is_empty();
-        let done = execute::run_calls(gateway, emitter, limits.max_parallel, limits.call_timeout, &mut files).await;
+        let done = Box::pin(execute::run_calls(gateway, emitter, limits.max_parallel, limits.call_timeout, &mut files)).await;
         usage.add(&done.usage);
         transcript.web_searches.extend(done.web_searches);
         for s in done.sources {

@@ -179,19 +179,20 @@ pub async fn prepare(req: CreateResponse, body: &[u8], ctx: &Context<'_>) -> Res
     }
     let mut from = Continuation::default();
     let mut turn = None;
+    // The store's futures are boxed: held inline, each would enlarge every turn's future.
     if let Some(id) = &req.previous_response_id {
-        match ctx.store.transcript(id).await? {
+        match Box::pin(ctx.store.transcript(id)).await? {
             Some(t) => from.base = Some(t),
             None => return Err(previous_not_found(id)),
         }
         from.previous_response_id = Some(id.clone());
     } else if let Some(id) = conversation {
-        let (c, conv) = begin_conversation(ctx, id).await?;
+        let (c, conv) = Box::pin(begin_conversation(ctx, id)).await?;
         from = c;
         turn = Some(conv);
     } else if store_response {
         // Fail before any stream starts when the turn could not be stored.
-        ctx.store.ping().await?;
+        Box::pin(ctx.store.ping()).await?;
     }
     // A replayed web_search_call of a stored turn (in the input, or among conversation items
     // whose transcript is not current) gets its results back (the Agents SDK replays items
@@ -210,7 +211,7 @@ pub async fn prepare(req: CreateResponse, body: &[u8], ctx: &Context<'_>) -> Res
         })
         .collect();
     if !replayed.is_empty() {
-        match ctx.store.tool_results(&replayed).await {
+        match Box::pin(ctx.store.tool_results(&replayed)).await {
             Ok(found) => from.restored = found,
             // Not fatal: the replay falls back to the query and sources.
             Err(e) => tracing::warn!(error = %e, "stored web search results could not be read"),
@@ -218,14 +219,14 @@ pub async fn prepare(req: CreateResponse, body: &[u8], ctx: &Context<'_>) -> Res
     }
     let previous_response_id = from.previous_response_id.clone();
     let result = match prepare_with(req, ctx.models, ctx.reject_unknown, ctx.registry, from) {
-        Ok(mut p) => resolve_file_stores(&mut p).await.map(|()| p),
+        Ok(mut p) => Box::pin(resolve_file_stores(&mut p)).await.map(|()| p),
         Err(e) => Err(e),
     };
     let mut prepared = match result {
         Ok(p) => p,
         Err(e) => {
             if let Some(t) = &turn {
-                t.lease.release().await;
+                Box::pin(t.lease.release()).await;
             }
             return Err(e);
         }

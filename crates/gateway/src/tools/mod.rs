@@ -223,11 +223,13 @@ impl ToolSet {
     /// The same tools less those not in `offered` (upstream names): what one round of an
     /// `allowed_tools` choice may call. `None` when every tool is offered.
     pub fn restricted_to(&self, offered: &[&UpstreamFunction]) -> Option<ToolSet> {
-        if self.entries.iter().all(|e| offered.iter().any(|o| o.name == e.upstream.name)) {
+        // `offered` comes from `upstream_tools`: a subset of these tools, each once.
+        if offered.len() == self.entries.len() {
             return None;
         }
+        let offered: std::collections::HashSet<&str> = offered.iter().map(|o| o.name.as_str()).collect();
         let mut set = ToolSet { choice: self.choice.clone(), choice_echo: self.choice_echo.clone(), ..ToolSet::default() };
-        for e in self.entries.iter().filter(|e| offered.iter().any(|o| o.name == e.upstream.name)) {
+        for e in self.entries.iter().filter(|e| offered.contains(e.upstream.name.as_str())) {
             set.by_visible.insert(e.visible_name().to_string(), set.entries.len());
             set.entries.push(e.clone());
         }
@@ -260,9 +262,13 @@ impl ToolSet {
     /// The upstream declarations for `choice`: none for `none`, only the allowed subset for
     /// `allowed_tools`; gateway-owned tools first, then client tools.
     pub fn upstream_tools(&self, choice: &ToolChoice) -> Vec<&UpstreamFunction> {
+        let names: std::collections::HashSet<&str> = match choice {
+            ToolChoice::Allowed { names, .. } => names.iter().map(String::as_str).collect(),
+            _ => Default::default(),
+        };
         let allowed = |e: &ToolEntry| match choice {
             ToolChoice::None => false,
-            ToolChoice::Allowed { names, .. } => names.iter().any(|n| n == e.visible_name()),
+            ToolChoice::Allowed { .. } => names.contains(e.visible_name()),
             _ => true,
         };
         let gateway = self.entries.iter().filter(|e| e.owner == Owner::Gateway && allowed(e));

@@ -8,6 +8,8 @@ use content::{message, tool_output_content};
 use searches::{file_search_replay, web_search_replay};
 use protocol::input::{InputItem, ToolOutput};
 use protocol::ApiError;
+use std::collections::{HashMap, HashSet};
+
 use serde::{Deserialize, Serialize};
 
 use crate::tools::{custom, visible_name};
@@ -119,12 +121,13 @@ impl Transcript {
     /// Puts each run of tool results into the order of the calls they answer: chat templates
     /// without call ids pair results with calls by position.
     fn order_tool_results(&mut self) {
-        let mut order: Vec<String> = Vec::new();
+        // call_id → its position among the last assistant turn's calls.
+        let mut order: HashMap<String, usize> = HashMap::new();
         let mut i = 0;
         while i < self.entries.len() {
             match &self.entries[i] {
                 Entry::Assistant { calls, .. } => {
-                    order = calls.iter().map(|c| c.call_id.clone()).collect();
+                    order = calls.iter().enumerate().map(|(n, c)| (c.call_id.clone(), n)).collect();
                     i += 1;
                 }
                 Entry::ToolResult { .. } => {
@@ -133,7 +136,7 @@ impl Transcript {
                         i += 1;
                     }
                     let pos = |e: &Entry| match e {
-                        Entry::ToolResult { call_id, .. } => order.iter().position(|c| c == call_id).unwrap_or(usize::MAX),
+                        Entry::ToolResult { call_id, .. } => order.get(call_id).copied().unwrap_or(usize::MAX),
                         _ => usize::MAX,
                     };
                     self.entries[start..i].sort_by_key(pos);
@@ -149,72 +152,98 @@ impl Transcript {
     /// assistant message there (a gateway round that went on talking after a call) joins the
     /// turn, as do further calls; anything else (a user message, another turn) moves after the
     /// results. Valid orders are left as they are.
+    /// Linear in the number of entries: results are found by call id, and what is moved
+    /// aside stays in place (its slot is simply not consumed yet).
     fn pair_tool_results(&mut self) {
-        let entries = std::mem::take(&mut self.entries);
-        let mut out: Vec<Entry> = Vec::with_capacity(entries.len());
-        // Calls of the last assistant turn in `out` still waiting for their results.
-        let mut waiting: Vec<String> = Vec::new();
-        let mut deferred: std::collections::VecDeque<Entry> = std::collections::VecDeque::new();
-        let mut queue: std::collections::VecDeque<Entry> = entries.into();
-        while let Some(e) = queue.pop_front() {
-            if waiting.is_empty() {
-                if let Entry::Assistant { calls, .. } = &e {
-                    waiting = calls.iter().map(|c| c.call_id.clone()).collect();
-                }
+        let mut slots: Vec<Option<Entry>> = std::mem::take(&mut self.entries).into_iter().map(Some).collect();
+        // call_id → slot of the result answering it.
+        let results: HashMap<String, usize> = slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| match e {
+                Some(Entry::ToolResult { call_id, .. }) => Some((call_id.clone(), i)),
+                _ => None,
+            })
+            .collect();
+        let mut out: Vec<Entry> = Vec::with_capacity(slots.len());
+        let mut cursor = 0;
+        while cursor < slots.len() {
+            let Some(e) = slots[cursor].take() else {
+                cursor += 1;
+                continue;
+            };
+            cursor += 1;
+            let Entry::Assistant { mut text, mut calls } = e else {
                 out.push(e);
                 continue;
-            }
-            match e {
-                Entry::ToolResult { ref call_id, .. } if waiting.contains(call_id) => {
-                    waiting.retain(|id| id != call_id);
-                    out.push(e);
-                    if waiting.is_empty() {
-                        // What was moved aside now follows the results, in its order.
-                        for d in deferred.drain(..).rev() {
-                            queue.push_front(d);
-                        }
+            };
+            // The turn's calls still waiting for their results.
+            let mut waiting: HashSet<String> = calls.iter().map(|c| c.call_id.clone()).collect();
+            let mut turn_results: Vec<usize> = Vec::new();
+            // Entries right after the turn, before anything else: its results, and assistant
+            // messages or calls that join the turn.
+            let mut next = cursor;
+            while !waiting.is_empty() && next < slots.len() {
+                match &slots[next] {
+                    None => {}
+                    Some(Entry::ToolResult { call_id, .. }) if waiting.contains(call_id) => {
+                        waiting.remove(call_id);
+                        turn_results.push(next);
                     }
-                }
-                Entry::Assistant { text, calls } if deferred.is_empty() => {
-                    let Some(Entry::Assistant { text: turn_text, calls: turn_calls }) =
-                        out.iter_mut().rev().find(|e| matches!(e, Entry::Assistant { .. }))
-                    else {
-                        deferred.push_back(Entry::Assistant { text, calls });
-                        continue;
-                    };
-                    if !text.is_empty() {
-                        if !turn_text.is_empty() {
-                            turn_text.push_str("\n\n");
+                    Some(Entry::Assistant { .. }) => {
+                        let Some(Entry::Assistant { text: more, calls: more_calls }) = slots[next].take() else { break };
+                        if !more.is_empty() {
+                            if !text.is_empty() {
+                                text.push_str("\n\n");
+                            }
+                            text.push_str(&more);
                         }
-                        turn_text.push_str(&text);
+                        waiting.extend(more_calls.iter().map(|c| c.call_id.clone()));
+                        calls.extend(more_calls);
                     }
-                    waiting.extend(calls.iter().map(|c| c.call_id.clone()));
-                    turn_calls.extend(calls);
+                    Some(_) => break,
                 }
-                other => deferred.push_back(other),
+                next += 1;
             }
+            // Past the first entry that is moved aside, the rest of the turn's results are
+            // pulled forward, in their order; what lies between stays for later.
+            let mut rest: Vec<usize> = waiting.iter().filter_map(|id| results.get(id).copied()).filter(|&i| i >= next).collect();
+            rest.sort_unstable();
+            turn_results.extend(rest);
+            out.push(Entry::Assistant { text, calls });
+            out.extend(turn_results.into_iter().filter_map(|i| slots[i].take()));
         }
-        out.extend(deferred);
         self.entries = out;
     }
 
-    /// Removes the unanswered call `call_id` if it belongs to a server tool; true if removed.
-    fn drop_server_call(&mut self, call_id: &str, is_server_tool: &dyn Fn(&str) -> bool) -> bool {
-        for (i, e) in self.entries.iter_mut().enumerate() {
-            if let Entry::Assistant { text, calls } = e {
-                if let Some(pos) = calls.iter().position(|c| c.call_id == call_id) {
-                    if !is_server_tool(&calls[pos].name) {
-                        return false;
-                    }
-                    calls.remove(pos);
-                    if calls.is_empty() && text.is_empty() {
-                        self.entries.remove(i);
-                    }
-                    return true;
-                }
-            }
+    /// Removes the unanswered calls `unanswered` (ids, in call order) when they all belong to
+    /// server tools; otherwise removes nothing and returns the first that does not. One pass
+    /// over the entries.
+    fn drop_server_calls<'a>(&mut self, unanswered: &[&'a str], is_server_tool: &dyn Fn(&str) -> bool) -> Option<&'a str> {
+        let wanted: HashSet<&str> = unanswered.iter().copied().collect();
+        let names: HashMap<&str, &str> = self
+            .entries
+            .iter()
+            .flat_map(|e| match e {
+                Entry::Assistant { calls, .. } => calls.as_slice(),
+                _ => &[],
+            })
+            .filter(|c| wanted.contains(c.call_id.as_str()))
+            .map(|c| (c.call_id.as_str(), c.name.as_str()))
+            .collect();
+        if let Some(first) = unanswered.iter().find(|id| !names.get(*id).is_some_and(|name| is_server_tool(name))) {
+            return Some(first);
         }
-        false
+        // A turn left with neither text nor calls goes too.
+        self.entries.retain_mut(|e| match e {
+            Entry::Assistant { text, calls } => {
+                let before = calls.len();
+                calls.retain(|c| !wanted.contains(c.call_id.as_str()));
+                !(calls.len() < before && calls.is_empty() && text.is_empty())
+            }
+            _ => true,
+        });
+        None
     }
 
     /// Adds a replayed call to the assistant turn it belongs to. A call that follows a tool
@@ -252,9 +281,8 @@ pub fn build(
     let mut t = base.unwrap_or_default();
     t.instructions = instructions.filter(|s| !s.is_empty()).map(str::to_string);
     let mut system = std::mem::take(&mut t.system_messages);
-    // call_id → answered?
-    let mut calls: Vec<(String, bool)> = t.calls();
-    let stored_calls = calls.len();
+    let mut calls = CallLog::new(t.calls());
+    let stored_calls = calls.ids.len();
     // Images returned by tool outputs: chat tool messages hold text only, so they follow the
     // run of tool messages as one user message.
     let mut tool_images: Vec<UserPart> = Vec::new();
@@ -326,8 +354,9 @@ pub fn build(
     if !tool_images.is_empty() {
         t.entries.push(Entry::User(tool_images));
     }
-    for (call_id, _) in calls.iter().filter(|(_, answered)| !answered) {
-        if !t.drop_server_call(call_id, is_server_tool) {
+    let unanswered: Vec<&str> = calls.ids.iter().filter(|(_, answered)| !answered).map(|(id, _)| id.as_str()).collect();
+    if !unanswered.is_empty() {
+        if let Some(call_id) = t.drop_server_calls(&unanswered, is_server_tool) {
             return Err(ApiError::invalid(
                 Some("input".to_string()),
                 format!("No tool output found for function call {call_id}."),
@@ -358,20 +387,35 @@ fn replayed_call(item: &InputItem) -> Option<(&str, Call)> {
 /// transcript (its first `stored` entries: a client that sends the call again with its
 /// output), which is then not added twice. Errors (400 naming `{param}.call_id`): an empty
 /// `call_id`, or one that an earlier item of this input already used.
-fn new_call(calls: &mut Vec<(String, bool)>, stored: usize, call_id: &str, param: &str) -> Result<bool, ApiError> {
+fn new_call(calls: &mut CallLog, stored: usize, call_id: &str, param: &str) -> Result<bool, ApiError> {
     if call_id.trim().is_empty() {
         return Err(empty_call_id(param));
     }
-    match calls.iter().position(|(id, _)| id == call_id) {
-        Some(pos) if pos < stored => Ok(false),
+    match calls.index.get(call_id) {
+        Some(&pos) if pos < stored => Ok(false),
         Some(_) => Err(ApiError::invalid(
             format!("{param}.call_id"),
             format!("Duplicate call_id {call_id}: each tool call in the input needs its own call_id."),
         )),
         None => {
-            calls.push((call_id.to_string(), false));
+            calls.index.insert(call_id.to_string(), calls.ids.len());
+            calls.ids.push((call_id.to_string(), false));
             Ok(true)
         }
+    }
+}
+
+/// Every call's id and whether an output answered it, in order, with an index by id (a long
+/// replayed history must not cost a scan per item).
+struct CallLog {
+    ids: Vec<(String, bool)>,
+    index: HashMap<String, usize>,
+}
+
+impl CallLog {
+    fn new(ids: Vec<(String, bool)>) -> Self {
+        let index = ids.iter().enumerate().map(|(i, (id, _))| (id.clone(), i)).collect();
+        CallLog { ids, index }
     }
 }
 
@@ -379,7 +423,7 @@ fn empty_call_id(param: &str) -> ApiError {
     ApiError::invalid(format!("{param}.call_id"), format!("Invalid '{param}.call_id': empty string.")).with_code("empty_string")
 }
 
-fn answer(o: &ToolOutput, param: &str, calls: &mut [(String, bool)]) -> Result<String, ApiError> {
+fn answer(o: &ToolOutput, param: &str, calls: &mut CallLog) -> Result<String, ApiError> {
     let Some(call_id) = o.call_id.as_deref() else {
         return Err(ApiError::invalid(
             format!("{param}.call_id"),
@@ -390,7 +434,7 @@ fn answer(o: &ToolOutput, param: &str, calls: &mut [(String, bool)]) -> Result<S
     if call_id.trim().is_empty() {
         return Err(empty_call_id(param));
     }
-    match calls.iter_mut().find(|(id, _)| id == call_id) {
+    match calls.index.get(call_id).and_then(|&i| calls.ids.get_mut(i)) {
         None => Err(ApiError::invalid(
             format!("{param}.call_id"),
             format!("No tool call found for output with call_id {call_id}."),
@@ -519,6 +563,40 @@ mod tests {
             let t = b(None, &items(input.clone())).unwrap();
             assert_eq!(t.entries, want, "{input}");
         }
+    }
+
+    /// Calls each followed by a user message, all their outputs at the end (N = 3000): each
+    /// call is followed at once by its output, the user messages after it, in order. The
+    /// bookkeeping is by id, so a long history costs no scan per item (it was quadratic:
+    /// 20000 such calls took 29 s of CPU).
+    #[test]
+    fn long_interleaved_history_pairs_every_call() {
+        let n = 3000;
+        let mut input = Vec::new();
+        for i in 0..n {
+            input.push(json!({"type":"function_call","call_id":format!("c{i}"),"name":"f","arguments":"{}"}));
+            input.push(json!({"role":"user","content":format!("u{i}")}));
+        }
+        for i in 0..n {
+            input.push(json!({"type":"function_call_output","call_id":format!("c{i}"),"output":format!("rc{i}")}));
+        }
+        let t = b(None, &items(json!(input))).unwrap();
+        let mut want = Vec::new();
+        for i in 0..n {
+            want.push(Entry::Assistant { text: String::new(), calls: vec![call(&format!("c{i}"))] });
+            want.push(result(&format!("c{i}")));
+            want.push(user(&format!("u{i}")));
+        }
+        assert_eq!(t.entries, want);
+        // Unanswered server calls go in one pass; a client call among them is named.
+        let mut input = Vec::new();
+        for i in 0..n {
+            input.push(json!({"type":"custom_tool_call","call_id":format!("s{i}"),"name":"package_version","input":"x"}));
+        }
+        assert!(b(None, &items(json!(input.clone()))).unwrap().entries.is_empty());
+        input.push(json!({"type":"function_call","call_id":"client","name":"f","arguments":"{}"}));
+        let err = b(None, &items(json!(input))).unwrap_err();
+        assert!(err.message.contains("function call client."), "{}", err.message);
     }
 
     /// A call_id used twice in one input is a 400 naming the second; a call the stored

@@ -15,7 +15,7 @@ use tokio::net::TcpListener;
 /// Serves `app` (HTTP/1.1 and HTTP/2) on `listener` until `shutdown` resolves; then accepts
 /// no more connections and waits until the open ones have answered their current request.
 /// A client has `read_timeout` to send a request's head (on a kept-alive connection, counted
-/// from the previous answer), else its connection is closed. Accept errors are logged and
+/// from the previous answer; on a new one, from the accept), else its connection is closed. Accept errors are logged and
 /// retried (after 1 s unless only that connection failed).
 pub async fn serve(listener: TcpListener, app: Router, read_timeout: Duration, shutdown: impl Future<Output = ()>) {
     let mut builder = Builder::new(TokioExecutor::new());
@@ -41,10 +41,21 @@ pub async fn serve(listener: TcpListener, app: Router, read_timeout: Duration, s
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!("set_nodelay: {e}");
         }
-        let conn = builder.serve_connection(TokioIo::new(tcp), TowerToHyperService::new(app.clone())).into_owned();
-        let conn = graceful.watch(conn);
+        let (builder, app, watcher) = (builder.clone(), app.clone(), graceful.watcher());
         tokio::spawn(async move {
-            if let Err(e) = conn.await {
+            // hyper's timer starts with the first byte (the protocol is read from it): a
+            // connection that sends nothing is closed after `read_timeout` here.
+            // (`peek`, not `readable`: readiness may be reported before a byte is there.)
+            match tokio::time::timeout(read_timeout, tcp.peek(&mut [0u8; 1])).await {
+                Ok(Ok(n)) if n > 0 => {}
+                Ok(_) => return,
+                Err(_) => {
+                    tracing::debug!("closing a connection that sent nothing");
+                    return;
+                }
+            }
+            let conn = builder.serve_connection(TokioIo::new(tcp), TowerToHyperService::new(app)).into_owned();
+            if let Err(e) = watcher.watch(conn).await {
                 tracing::debug!(error = %e, "connection closed with an error");
             }
         });

@@ -245,7 +245,7 @@ async fn reused_upstream_call_ids_get_unique_gateway_ids() {
 
 /// A client that declares a body and stops sending it is answered 408 once
 /// `server.request_read_timeout_ms` passes without a byte, and its connection is freed; one
-/// that stops inside the request's head has its connection closed.
+/// that stops inside the request's head, or sends nothing at all, has its connection closed.
 #[tokio::test]
 async fn a_stalled_request_body_times_out() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -264,6 +264,12 @@ async fn a_stalled_request_body_times_out() {
     conn.write_all(b"POST /v1/responses HTTP/1.1\r\nhost: x\r\n").await.unwrap();
     let mut answer = Vec::new();
     tokio::time::timeout(std::time::Duration::from_secs(10), conn.read_to_end(&mut answer)).await.expect("closed").ok();
+    // A connection that never sends a byte is closed too (hyper's own timer starts with the
+    // first byte).
+    let mut silent = tokio::net::TcpStream::connect(h.base.trim_start_matches("http://")).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(std::time::Duration::from_secs(10), silent.read_to_end(&mut answer)).await.expect("a silent connection is closed").ok();
+    assert!(answer.is_empty());
     // An upload that stalls inside its file part.
     let mut conn = tokio::net::TcpStream::connect(h.base.trim_start_matches("http://")).await.unwrap();
     let part = "--XX\r\ncontent-disposition: form-data; name=\"purpose\"\r\n\r\nassistants\r\n--XX\r\ncontent-disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\n\r\nhel";

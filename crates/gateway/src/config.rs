@@ -306,13 +306,19 @@ impl Config {
     /// Reads the upstream API key from the environment variable named by
     /// `upstream.api_key_env`. Errors when the variable is named but unset.
     pub fn upstream_api_key(&self) -> anyhow::Result<Option<String>> {
-        match &self.upstream.api_key_env {
-            None => Ok(None),
-            Some(var) => match std::env::var(var) {
-                Ok(v) if !v.is_empty() => Ok(Some(v)),
-                _ => anyhow::bail!("environment variable {var} (upstream.api_key_env) is not set"),
-            },
+        Config::secret(self.upstream.api_key_env.as_deref(), "upstream.api_key_env")
+    }
+
+    /// Checks that the secrets `serve` needs at start are set (the upstream key, a
+    /// PostgreSQL store's URL) without returning them: `check-config` fails where `serve`
+    /// would. Errors name the variable and the setting.
+    pub fn check_start_secrets(&self) -> anyhow::Result<()> {
+        self.upstream_api_key()?;
+        if self.store.backend == crate::store::config::BackendKind::Postgres {
+            let var = self.store.url_env.as_deref().ok_or_else(|| anyhow::anyhow!("store.url_env is not set"))?;
+            Config::secret(Some(var), "store.url_env")?;
         }
+        Ok(())
     }
 }
 

@@ -76,9 +76,11 @@ fn main() -> std::process::ExitCode {
         tracing::error!(location = %at, "panic: {}", info.payload().downcast_ref::<&str>().copied().or_else(|| info.payload().downcast_ref::<String>().map(String::as_str)).unwrap_or("(no message)"));
     }));
     let result = match cli.command {
-        Command::CheckConfig(c) => c.load().map(|config| {
+        Command::CheckConfig(c) => c.load().and_then(|config| {
+            config.check_start_secrets()?;
             // A closed pipe (`check-config | head`) is not an error worth a panic.
             let _ = writeln!(std::io::stdout(), "{}", toml_string(&config));
+            Ok(())
         }),
         Command::Serve(c) => c.load().and_then(run),
     };

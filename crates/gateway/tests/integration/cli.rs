@@ -21,3 +21,29 @@ fn check_config_masks_every_url_credential() {
     assert!(text.contains("127.0.0.1:8321"), "the remote is still shown:\n{text}");
     assert!(text.contains("vs.example/v1?token=***&x=***"), "query keys are kept, values masked:\n{text}");
 }
+
+/// `check-config` fails where `serve` would at start: a named secret variable that is not
+/// set is an error (exit 2) naming the variable; once set, the check passes and the value is
+/// never printed.
+#[test]
+fn check_config_fails_on_an_unset_secret() {
+    let run = |envs: &[(&str, &str)], extra: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_responses-gateway"));
+        cmd.args(["check-config", "--upstream-url", "http://127.0.0.1:1/v1"]).args(extra);
+        cmd.env_remove("RG_TEST_UNSET_KEY").env_remove("RG_TEST_PG_URL");
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        cmd.output().expect("run check-config")
+    };
+    let out = run(&[], &["--upstream-api-key-env", "RG_TEST_UNSET_KEY"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("RG_TEST_UNSET_KEY (upstream.api_key_env) is not set"));
+    let out = run(&[("RG_TEST_UNSET_KEY", "sk-checksecret")], &["--upstream-api-key-env", "RG_TEST_UNSET_KEY"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("sk-checksecret"));
+    let pg = [("RESPONSES_GATEWAY_STORE__BACKEND", "postgres"), ("RESPONSES_GATEWAY_STORE__URL_ENV", "RG_TEST_PG_URL")];
+    let out = run(&pg, &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("RG_TEST_PG_URL (store.url_env) is not set"));
+}

@@ -147,8 +147,15 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
         let mut answers: Vec<ToolResult> = Vec::new();
         let mut client = Vec::new();
         let mut transcript_calls = Vec::with_capacity(round.calls.len());
+        // Function calls that came without arguments (llama.cpp, for a function without
+        // parameters): `{}`, so that clients and the replayed history get JSON.
+        let mut filled: Vec<usize> = Vec::new();
         for call in &mut round.calls {
             call.ensure_id();
+            if call.arguments.is_empty() && offered.lookup(&call.name).is_some_and(|e| e.kind == ToolKind::Function) {
+                call.arguments = "{}".into();
+                filled.push(call.index);
+            }
             transcript_calls.push(Call { call_id: call.call_id.clone(), name: call.name.clone(), arguments: call.arguments.clone() });
             let reject = |content: String| ToolResult { call_id: call.call_id.clone(), content };
             match offered.lookup(&call.name) {
@@ -199,7 +206,13 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
                     call.arguments.clone()
                 };
                 let idx = match call.output_index {
-                    Some(idx) => idx,
+                    Some(idx) => {
+                        // Nothing was streamed for arguments filled in above.
+                        if filled.contains(&call.index) {
+                            emitter.call_delta(idx, final_text.clone());
+                        }
+                        idx
+                    }
                     None => {
                         let idx = call.start_client_item(&entry.kind, &entry.name, entry.namespace.clone(), emitter);
                         emitter.call_delta(idx, final_text.clone());

@@ -477,3 +477,27 @@ async fn calls_outside_allowed_tools_are_not_returned() {
         assert!(told, "{}", reqs[1].body);
     }
 }
+
+/// A function call that comes without arguments (llama.cpp, for a function without
+/// parameters) reaches the client as `{}`, streamed (a delta, so that the deltas add up to
+/// the final arguments) and not.
+#[tokio::test]
+async fn a_function_call_without_arguments_gets_an_empty_object() {
+    let h = Harness::start().await;
+    let input = json!({"model":"m","input":"weather?","tools":[weather()]});
+    h.upstream.push(Script::default().with_tool(ToolCallScript::new("get_weather", "")));
+    let (status, body) = h.post(input.clone()).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["output"][0]["type"], "function_call");
+    assert_eq!(body["output"][0]["arguments"], "{}");
+    let mut streamed = input;
+    streamed["stream"] = json!(true);
+    h.upstream.push(Script::default().with_tool(ToolCallScript::new("get_weather", "")));
+    let s = h.stream(streamed).await;
+    assert_eq!(s.response["output"][0]["arguments"], "{}");
+    let deltas: String = s.events.iter()
+        .filter(|e| e["type"] == "response.function_call_arguments.delta")
+        .map(|e| e["delta"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(deltas, "{}");
+}

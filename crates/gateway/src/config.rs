@@ -141,7 +141,8 @@ pub struct ServerConfig {
     pub keepalive_interval_ms: u64,
     /// Largest accepted request body, in bytes.
     pub max_body_bytes: usize,
-    /// Longest wait for a request's head (its connection is then closed) or for the next
+    /// Longest wait for a request's head, also a new connection's first byte (the
+    /// connection is then closed), or for the next
     /// piece of its body (408, and the connection freed), in milliseconds. Default 30000.
     pub request_read_timeout_ms: u64,
     /// Serve the browser playground at `/` and `/playground` (default true; false: 404).

@@ -142,8 +142,8 @@ pub struct ServerConfig {
     /// Largest accepted request body, in bytes.
     pub max_body_bytes: usize,
     /// Longest wait for a request's head, also a new connection's first byte (the
-    /// connection is then closed), or for the next
-    /// piece of its body (408, and the connection freed), in milliseconds. Default 30000.
+    /// connection is then closed), or for the next piece of its body (408, and the
+    /// connection freed), in milliseconds. Default 30000.
     pub request_read_timeout_ms: u64,
     /// Serve the browser playground at `/` and `/playground` (default true; false: 404).
     pub playground: bool,

@@ -152,6 +152,23 @@ impl ChatCompletions {
             }
             return Err(UpstreamError::Status { status: status.as_u16(), message });
         }
+        let is_json = resp
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|t| t.trim_start().to_ascii_lowercase().starts_with("application/json"));
+        if is_json {
+            // A server that ignores `stream: true` answers one `chat.completion`: read as the
+            // one chunk it amounts to, so that every later step sees one shape.
+            let body = match tokio::time::timeout(self.idle, resp.bytes()).await {
+                Ok(Ok(b)) => b,
+                Ok(Err(e)) => return Err(self.sanitize(e)),
+                Err(_) => return Err(UpstreamError::Timeout(self.idle.as_millis() as u64)),
+            };
+            let sse = completion_as_sse(&body);
+            let bytes = futures_util::stream::once(async move { Ok::<_, std::io::Error>(sse) });
+            return Ok(RoundStream::new(bytes, self.idle).with_secrets(self.secrets.clone()));
+        }
         Ok(RoundStream::new(resp.bytes_stream(), self.idle).with_secrets(self.secrets.clone()))
     }
 
@@ -350,6 +367,27 @@ impl RoundStream {
             }
         }
     }
+}
+
+/// A non-streamed `chat.completion` body as the SSE of the one chunk it amounts to: each
+/// choice's `message` becomes its `delta`, its tool calls numbered by position, then
+/// `[DONE]`. A body that is not a completion (an `{"error":…}`) goes through as it is, to be
+/// read as such; one that is not JSON gives a chunk the parser reports as malformed.
+fn completion_as_sse(body: &[u8]) -> Bytes {
+    let mut v: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    if let Some(choices) = v.get_mut("choices").and_then(Value::as_array_mut) {
+        for c in choices.iter_mut().filter_map(Value::as_object_mut) {
+            let mut delta = c.remove("message").unwrap_or(Value::Null);
+            if let Some(calls) = delta.get_mut("tool_calls").and_then(Value::as_array_mut) {
+                for (i, call) in calls.iter_mut().enumerate().filter_map(|(i, c)| c.as_object_mut().map(|c| (i, c))) {
+                    call.entry("index").or_insert(Value::from(i));
+                }
+            }
+            c.insert("delta".into(), delta);
+        }
+    }
+    let chunk = if v.is_null() { "{".to_string() } else { v.to_string() };
+    Bytes::from(format!("data: {chunk}\n\ndata: [DONE]\n\n"))
 }
 
 /// Parses one `chat.completion.chunk` into events (choice 0 only).

@@ -448,3 +448,35 @@ async fn leading_whitespace_opens_no_message() {
     assert_eq!(body["status"], "completed");
     assert_eq!(body["output"], json!([]));
 }
+
+/// An upstream that ignores `stream: true` and answers one `chat.completion` JSON body (text,
+/// or tool calls) gives the same answer as a streamed one, streamed to the client or not.
+#[tokio::test]
+async fn a_json_answer_to_a_streamed_request_is_read_as_one_chunk() {
+    let h = Harness::start().await;
+    let text = r#"{"id":"c1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Paris."},"finish_reason":"stop"}],"usage":{"prompt_tokens":7,"completion_tokens":2,"total_tokens":9}}"#;
+    h.upstream.push(Script::http_error(200, text));
+    let (status, body) = h.post(json!({"model":"m","input":"capital?"})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["output"][0]["content"][0]["text"], "Paris.");
+    assert_eq!(body["usage"]["output_tokens"], 2);
+    h.upstream.push(Script::http_error(200, text));
+    let s = h.stream(json!({"model":"m","input":"capital?"})).await;
+    assert_eq!(s.response["status"], "completed");
+    assert_eq!(s.response["output"][0]["content"][0]["text"], "Paris.");
+    let call = r#"{"choices":[{"message":{"role":"assistant","content":null,"tool_calls":[{"id":"x1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},"finish_reason":"tool_calls"}]}"#;
+    h.upstream.push(Script::http_error(200, call));
+    let tools = json!([{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]);
+    let (status, body) = h.post(json!({"model":"m","input":"weather?","tools":tools})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["output"][0]["type"], "function_call");
+    assert_eq!(body["output"][0]["arguments"], r#"{"city":"Paris"}"#);
+    // Not a completion: the upstream's error, or a garbled answer, still fail as such.
+    h.upstream.push(Script::http_error(200, r#"{"error":{"message":"prompt too long","code":400}}"#));
+    let (status, body) = h.post(json!({"model":"m","input":"x"})).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(error_of(&body)["message"].as_str().unwrap().contains("prompt too long"), "{body}");
+    h.upstream.push(Script::http_error(200, r#"{"choices":[{"message":"#));
+    let (status, _) = h.post(json!({"model":"m","input":"x"})).await;
+    assert_eq!(status, 502);
+}

@@ -15,8 +15,8 @@ use tokio::net::TcpListener;
 /// Serves `app` (HTTP/1.1 and HTTP/2) on `listener` until `shutdown` resolves; then accepts
 /// no more connections and waits until the open ones have answered their current request.
 /// A client has `read_timeout` to send a request's head (on a kept-alive connection, counted
-/// from the previous answer; on a new one, from the accept), else its connection is closed. Accept errors are logged and
-/// retried (after 1 s unless only that connection failed).
+/// from the previous answer; on a new one, from the accept), else its connection is closed.
+/// Accept errors are logged and retried (after 1 s unless only that connection failed).
 pub async fn serve(listener: TcpListener, app: Router, read_timeout: Duration, shutdown: impl Future<Output = ()>) {
     let mut builder = Builder::new(TokioExecutor::new());
     builder.http1().timer(TokioTimer::new()).header_read_timeout(read_timeout);

@@ -156,7 +156,7 @@ impl ChatCompletions {
             .headers()
             .get(reqwest::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|t| t.trim_start().to_ascii_lowercase().starts_with("application/json"));
+            .is_some_and(|t| t.trim_start().get(..16).is_some_and(|p| p.eq_ignore_ascii_case("application/json")));
         if is_json {
             // A server that ignores `stream: true` answers one `chat.completion`: read as the
             // one chunk it amounts to, so that every later step sees one shape.

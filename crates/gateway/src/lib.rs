@@ -53,7 +53,9 @@ pub async fn serve_on(
         });
     };
     let read_timeout = std::time::Duration::from_millis(config.server.request_read_timeout_ms);
-    http::serve::serve(listener, app, read_timeout, signal).await;
+    // Connections get the grace period and a little more to send what the cut turns end with.
+    let drain = grace + std::time::Duration::from_secs(2);
+    http::serve::serve(listener, app, read_timeout, drain, signal).await;
     turns.close();
     tokio::select! {
         () = turns.wait() => {}

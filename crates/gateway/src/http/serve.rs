@@ -1,6 +1,7 @@
 //! The accept loop. `axum::serve` cannot bound the wait for a request's head, so a client
 //! that opens a connection and sends half a head held it forever; this loop serves the same
-//! router with hyper's header read timeout, TCP_NODELAY and graceful shutdown.
+//! router over HTTP/1.1 with hyper's header read timeout, TCP_NODELAY and a graceful shutdown
+//! that a client which stops reading cannot hold up.
 
 use std::future::Future;
 use std::time::Duration;
@@ -12,13 +13,16 @@ use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 
-/// Serves `app` (HTTP/1.1 and HTTP/2) on `listener` until `shutdown` resolves; then accepts
-/// no more connections and waits until the open ones have answered their current request.
+/// Serves `app` over HTTP/1.1 on `listener` until `shutdown` resolves; then accepts no more
+/// connections and waits, at most `drain`, until the open ones have answered their current
+/// request (the rest are dropped: a client that stopped reading must not keep the process).
 /// A client has `read_timeout` to send a request's head (on a kept-alive connection, counted
 /// from the previous answer; on a new one, from the accept), else its connection is closed.
 /// Accept errors are logged and retried (after 1 s unless only that connection failed).
-pub async fn serve(listener: TcpListener, app: Router, read_timeout: Duration, shutdown: impl Future<Output = ()>) {
-    let mut builder = Builder::new(TokioExecutor::new());
+/// Not HTTP/2: no OpenAI client speaks cleartext HTTP/2, and hyper's HTTP/2 server bounds
+/// neither the wait for the connection preface nor an idle connection.
+pub async fn serve(listener: TcpListener, app: Router, read_timeout: Duration, drain: Duration, shutdown: impl Future<Output = ()>) {
+    let mut builder = Builder::new(TokioExecutor::new()).http1_only();
     builder.http1().timer(TokioTimer::new()).header_read_timeout(read_timeout);
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
@@ -61,7 +65,9 @@ pub async fn serve(listener: TcpListener, app: Router, read_timeout: Duration, s
         });
     }
     drop(listener);
-    graceful.shutdown().await;
+    if tokio::time::timeout(drain, graceful.shutdown()).await.is_err() {
+        tracing::warn!("connections still open after the grace period (clients not reading) are dropped");
+    }
 }
 
 /// Errors of one connection (it failed before it was accepted), not of the listener.

@@ -181,3 +181,39 @@ async fn shutdown_stores_a_running_turn_as_incomplete(db: Arc<TestDb>) {
 }
 
 on_both_backends!(two_replica_processes, restart_process, shutdown_stores_a_running_turn_as_incomplete);
+
+/// SIGTERM while a client holds a streamed answer open without reading it (its socket
+/// buffers full): the process still exits after the grace period (it waited for the client).
+#[tokio::test]
+async fn shutdown_does_not_wait_for_a_client_that_stopped_reading() {
+    use futures_util::StreamExt;
+    let db = TestDb::sqlite();
+    let up = ScriptedUpstream::start().await.unwrap();
+    responses_gateway::install_crypto();
+    let client = reqwest::Client::new();
+    let mut g = spawn_with(&db, &up, &[("RESPONSES_GATEWAY_SERVER__SHUTDOWN_GRACE_MS", "300")]);
+    let piece = "x".repeat(1000);
+    let pieces: Vec<&str> = (0..4000).map(|_| piece.as_str()).collect();
+    up.push(Script::text(&pieces));
+    let resp = client
+        .post(format!("{}/v1/responses", g.base))
+        .json(&json!({"model":"m","input":"long","stream":true,"store":false}))
+        .send()
+        .await
+        .unwrap();
+    let mut body = resp.bytes_stream();
+    body.next().await.expect("stream open").expect("chunk");
+    // The client reads no more, and keeps the connection.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let pid = g.child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let started = std::time::Instant::now();
+    loop {
+        if g.child.try_wait().unwrap().is_some() {
+            break;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "the gateway waited for a client that does not read");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    drop(body);
+}

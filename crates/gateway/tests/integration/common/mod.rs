@@ -77,7 +77,8 @@ impl Harness {
             };
             let app = responses_gateway::http::router(Arc::new(state), &config.server);
             let read_timeout = Duration::from_millis(config.server.request_read_timeout_ms);
-            responses_gateway::http::serve::serve(listener, app, read_timeout, shutdown).await;
+            let drain = Duration::from_millis(config.server.shutdown_grace_ms) + Duration::from_secs(2);
+            responses_gateway::http::serve::serve(listener, app, read_timeout, drain, shutdown).await;
         });
         responses_gateway::install_crypto();
         let client = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().expect("client");

@@ -292,16 +292,21 @@ impl Config {
         })
     }
 
-    /// Reads a secret from the environment variable `var` named by the setting `setting`.
-    /// `Ok(None)` when no variable is named; an error naming both when it is unset.
+    /// Reads a secret from the environment variable `var` named by the setting `setting`,
+    /// without surrounding whitespace (a key saved with `echo` ends in a line break).
+    /// `Ok(None)` when no variable is named. Errors name both, never the value: unset or
+    /// blank, or holding a control character (it could not be sent in an HTTP header).
     pub fn secret(var: Option<&str>, setting: &str) -> anyhow::Result<Option<String>> {
-        match var {
-            None => Ok(None),
-            Some(var) => match std::env::var(var) {
-                Ok(v) if !v.is_empty() => Ok(Some(v)),
-                _ => anyhow::bail!("environment variable {var} ({setting}) is not set"),
-            },
+        let Some(var) = var else { return Ok(None) };
+        let value = std::env::var(var).unwrap_or_default();
+        let value = value.trim();
+        if value.is_empty() {
+            anyhow::bail!("environment variable {var} ({setting}) is not set");
         }
+        if value.chars().any(char::is_control) {
+            anyhow::bail!("environment variable {var} ({setting}) holds a control character (a line break inside the value?)");
+        }
+        Ok(Some(value.to_string()))
     }
 
     /// Reads the upstream API key from the environment variable named by

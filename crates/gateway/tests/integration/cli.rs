@@ -42,6 +42,13 @@ fn check_config_fails_on_an_unset_secret() {
     let out = run(&[("RG_TEST_UNSET_KEY", "sk-checksecret")], &["--upstream-api-key-env", "RG_TEST_UNSET_KEY"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(!String::from_utf8_lossy(&out.stdout).contains("sk-checksecret"));
+    // A key saved with a trailing line break is trimmed; one with a break inside is refused.
+    let out = run(&[("RG_TEST_UNSET_KEY", "sk-checksecret\n")], &["--upstream-api-key-env", "RG_TEST_UNSET_KEY"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run(&[("RG_TEST_UNSET_KEY", "sk-check\nsecret")], &["--upstream-api-key-env", "RG_TEST_UNSET_KEY"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("RG_TEST_UNSET_KEY (upstream.api_key_env) holds a control character") && !err.contains("sk-check"), "{err}");
     let pg = [("RESPONSES_GATEWAY_STORE__BACKEND", "postgres"), ("RESPONSES_GATEWAY_STORE__URL_ENV", "RG_TEST_PG_URL")];
     let out = run(&pg, &[]);
     assert_eq!(out.status.code(), Some(2));

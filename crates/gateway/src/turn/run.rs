@@ -21,7 +21,7 @@ use crate::turn::execute::{self, Exec, GatewayCall, ToolResult};
 use crate::turn::round::Round;
 use crate::turn::transcript::{Call, Transcript};
 use crate::turn::Prepared;
-use crate::upstream::{ChatCompletions, FinishReason, RoundRequest, UpstreamError};
+use crate::upstream::{chat_completions, ChatCompletions, FinishReason, RoundRequest, UpstreamError};
 
 /// Loop bounds (from `[tools]`).
 #[derive(Debug, Clone, Copy)]
@@ -99,7 +99,8 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
                 Ok(mut stream) => loop {
                     match stream.next().await {
                         None => break None,
-                        Some(Err(e)) => break Some(e),
+                        // An error inside the stream is classified as an HTTP answer is.
+                        Some(Err(e)) => break Some(chat_completions::about_the_model(e, &upstream_model)),
                         Some(Ok(ev)) => round.on_event(ev, offered, emitter, &mut usage, &files, &sources),
                     }
                 },
@@ -148,12 +149,13 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
         let mut client = Vec::new();
         let mut transcript_calls = Vec::with_capacity(round.calls.len());
         // Function calls that came without arguments (llama.cpp, for a function without
-        // parameters): `{}`, so that clients and the replayed history get JSON.
+        // parameters), or only whitespace: `{}` is added, so that clients and the replayed
+        // history get JSON (and streamed deltas still add up to the arguments).
         let mut filled: Vec<usize> = Vec::new();
         for call in &mut round.calls {
             call.ensure_id();
-            if call.arguments.is_empty() && offered.lookup(&call.name).is_some_and(|e| e.kind == ToolKind::Function) {
-                call.arguments = "{}".into();
+            if call.arguments.trim().is_empty() && offered.lookup(&call.name).is_some_and(|e| e.kind == ToolKind::Function) {
+                call.arguments.push_str("{}");
                 filled.push(call.index);
             }
             transcript_calls.push(Call { call_id: call.call_id.clone(), name: call.name.clone(), arguments: call.arguments.clone() });
@@ -207,9 +209,9 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
                 };
                 let idx = match call.output_index {
                     Some(idx) => {
-                        // Nothing was streamed for arguments filled in above.
+                        // The `{}` added above was not streamed yet.
                         if filled.contains(&call.index) {
-                            emitter.call_delta(idx, final_text.clone());
+                            emitter.call_delta(idx, "{}".to_string());
                         }
                         idx
                     }

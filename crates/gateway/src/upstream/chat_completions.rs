@@ -50,6 +50,15 @@ fn endpoint(base: &reqwest::Url, path: &str) -> reqwest::Url {
 /// True when an upstream 404's `message` is about `model`: it says "model" and names it as a
 /// whole (`The model `m` does not exist.`, `model "m" not found`), not inside a path
 /// (`/v1/chat/completions` for model `v1`) or a longer name (`m-lora`).
+/// `err` as [`UpstreamError::UnknownModel`] when it is a 404 (an HTTP answer, or an error
+/// sent inside a 200 stream with `code: 404`) whose message names `model`; else `err`.
+pub fn about_the_model(err: UpstreamError, model: &str) -> UpstreamError {
+    match err {
+        UpstreamError::Status { status: 404, message } if names_the_model(&message, model) => UpstreamError::UnknownModel(message),
+        other => other,
+    }
+}
+
 fn names_the_model(message: &str, model: &str) -> bool {
     if model.is_empty() || !message.to_ascii_lowercase().contains("model") {
         return false;
@@ -147,10 +156,7 @@ impl ChatCompletions {
             } else {
                 self.error_message(&text)
             };
-            if status == reqwest::StatusCode::NOT_FOUND && names_the_model(&message, req.model) {
-                return Err(UpstreamError::UnknownModel(message));
-            }
-            return Err(UpstreamError::Status { status: status.as_u16(), message });
+            return Err(about_the_model(UpstreamError::Status { status: status.as_u16(), message }, req.model));
         }
         let is_json = resp
             .headers()

@@ -78,6 +78,14 @@ async fn upstream_rejection_has_one_code_streamed_or_not() {
         assert_eq!((&err["code"], &err["param"], &err["error"]["type"]), (&json!("model_not_found"), &json!("model"), &json!("invalid_request_error")));
         assert_eq!(s.response["error"]["code"], "invalid_prompt");
     }
+    // The same error sent inside a 200 answer (`code: 404`) is classified the same way.
+    let inside = r#"{"error":{"message":"The model `gpt-4o` does not exist.","code":404}}"#;
+    h.upstream.push(Script::http_error(200, inside));
+    let (status, resp) = h.post(json!({"model":"gpt-4o","input":"x"})).await;
+    assert_eq!((status, &error_of(&resp)["code"], &error_of(&resp)["param"]), (404, &json!("model_not_found"), &json!("model")), "{resp}");
+    h.upstream.push(Script::http_error(200, inside));
+    let s = h.stream(json!({"model":"gpt-4o","input":"x"})).await;
+    assert_eq!(s.of_type("error")[0]["code"], "model_not_found");
     for body in [r#"{"detail":"Not Found"}"#, r#"{"error":{"message":"Route /v1/chat/completions not found. Did you mean /v1/models?"}}"#] {
         h.upstream.push(Script::http_error(404, body));
         let (status, resp) = h.post(json!({"model":"m1","input":"x"})).await;

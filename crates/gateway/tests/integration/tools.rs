@@ -500,4 +500,20 @@ async fn a_function_call_without_arguments_gets_an_empty_object() {
         .map(|e| e["delta"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(deltas, "{}");
+    // Whitespace only: `{}` follows it, and the deltas still add up.
+    let mut streamed = json!({"model":"m","input":"weather?","tools":[weather()],"stream":true});
+    h.upstream.push(Script::default().with_tool(ToolCallScript::new("get_weather", "\n")));
+    let s = h.stream(streamed.clone()).await;
+    assert_eq!(s.response["output"][0]["arguments"], "\n{}");
+    // Replayed with empty arguments, the call goes upstream with `{}`.
+    streamed["input"] = json!([
+        {"role":"user","content":"weather?"},
+        {"type":"function_call","call_id":"c1","name":"get_weather","arguments":""},
+        {"type":"function_call_output","call_id":"c1","output":"sunny"}
+    ]);
+    h.upstream.push(Script::text(&["Sunny."]));
+    h.stream(streamed).await;
+    let last = h.upstream.requests().pop().unwrap();
+    let call = last.body["messages"].as_array().unwrap().iter().find(|m| m["role"] == "assistant").unwrap();
+    assert_eq!(call["tool_calls"][0]["function"]["arguments"], "{}");
 }

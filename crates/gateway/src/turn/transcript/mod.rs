@@ -264,7 +264,8 @@ impl Transcript {
     }
 }
 
-/// Builds the transcript. Errors (400): a tool output whose `call_id` matches no earlier
+/// Builds the transcript. Errors (400): nothing for the model (no entry, no instructions),
+/// a tool output whose `call_id` matches no earlier
 /// call or repeats one, a call with no output (`No tool output found for function call …`),
 /// an unsupported `input_file`, an `item_reference` (needs a stored response). A replayed
 /// call of a server tool (`is_server_tool`) without its output — an older SDK drops
@@ -364,6 +365,14 @@ pub fn build(
         }
     }
     t.system_messages = system;
+    // Chat servers refuse an empty conversation: say so here, naming the request's part.
+    if t.entries.is_empty() && t.instructions.is_none() && t.system_messages.is_empty() {
+        return Err(ApiError::invalid(
+            Some("input".to_string()),
+            "Invalid 'input': there is nothing to send to the model (no message, no instructions).",
+        )
+        .with_code("invalid_value"));
+    }
     t.pair_tool_results();
     t.order_tool_results();
     Ok(t)
@@ -376,6 +385,9 @@ pub const WEB_SEARCH_FUNCTION: &str = "web_search";
 /// model-visible name (a custom call's raw input as the function's one argument).
 fn replayed_call(item: &InputItem) -> Option<(&str, Call)> {
     let (call_id, name, namespace, arguments) = match item {
+        // Servers that parse the arguments refuse an empty string: a function without them
+        // was called with `{}`.
+        InputItem::FunctionCall(c) if c.arguments.trim().is_empty() => (&c.call_id, &c.name, c.namespace.as_deref(), "{}".to_string()),
         InputItem::FunctionCall(c) => (&c.call_id, &c.name, c.namespace.as_deref(), c.arguments.clone()),
         InputItem::CustomToolCall(c) => (&c.call_id, &c.name, c.namespace.as_deref(), custom::arguments_from_input(&c.input)),
         _ => return None,
@@ -589,11 +601,11 @@ mod tests {
         }
         assert_eq!(t.entries, want);
         // Unanswered server calls go in one pass; a client call among them is named.
-        let mut input = Vec::new();
+        let mut input = vec![json!({"role":"user","content":"u"})];
         for i in 0..n {
             input.push(json!({"type":"custom_tool_call","call_id":format!("s{i}"),"name":"package_version","input":"x"}));
         }
-        assert!(b(None, &items(json!(input.clone()))).unwrap().entries.is_empty());
+        assert_eq!(b(None, &items(json!(input.clone()))).unwrap().entries, vec![user("u")]);
         input.push(json!({"type":"function_call","call_id":"client","name":"f","arguments":"{}"}));
         let err = b(None, &items(json!(input))).unwrap_err();
         assert!(err.message.contains("function call client."), "{}", err.message);
@@ -670,5 +682,11 @@ mod tests {
             {"type":"some_future_item","x":1}
         ]))).unwrap();
         assert_eq!(t.entries, vec![Entry::Assistant { text: "Hi".into(), calls: vec![] }]);
+        // Nothing left for the model at all is a 400 (chat servers refuse no messages).
+        for input in [json!([]), json!([{"type":"reasoning","id":"rs_1","summary":[]}])] {
+            let err = b(None, &items(input)).unwrap_err();
+            assert_eq!((err.param.as_deref(), err.code.as_deref()), (Some("input"), Some("invalid_value")));
+        }
+        assert!(b(Some("be brief"), &[]).is_ok(), "instructions alone are a conversation");
     }
 }

@@ -73,6 +73,22 @@ pub enum EventKind {
         text: String,
         logprobs: Vec<Value>,
     },
+    /// A delta of a message's `refusal` part (contract §8.2).
+    #[serde(rename = "response.refusal.delta")]
+    RefusalDelta {
+        item_id: String,
+        output_index: usize,
+        content_index: usize,
+        delta: String,
+    },
+    /// The full text of a message's `refusal` part.
+    #[serde(rename = "response.refusal.done")]
+    RefusalDone {
+        item_id: String,
+        output_index: usize,
+        content_index: usize,
+        refusal: String,
+    },
     #[serde(rename = "response.reasoning_text.delta")]
     ReasoningTextDelta {
         item_id: String,
@@ -157,6 +173,8 @@ impl EventKind {
             EventKind::ContentPartDone { .. } => "response.content_part.done",
             EventKind::OutputTextDelta { .. } => "response.output_text.delta",
             EventKind::OutputTextDone { .. } => "response.output_text.done",
+            EventKind::RefusalDelta { .. } => "response.refusal.delta",
+            EventKind::RefusalDone { .. } => "response.refusal.done",
             EventKind::ReasoningTextDelta { .. } => "response.reasoning_text.delta",
             EventKind::ReasoningTextDone { .. } => "response.reasoning_text.done",
             EventKind::AnnotationAdded { .. } => "response.output_text.annotation.added",

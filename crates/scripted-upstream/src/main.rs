@@ -19,7 +19,7 @@ use scripted_upstream::{Script, ScriptedUpstream};
                            object or an array of them, e.g.
                            {\"text\":[\"Hel\",\"lo\"],\"token_delay_ms\":50}
                            {\"tool_calls\":[{\"name\":\"get_weather\",\"arguments\":\"{\\\"city\\\":\\\"Paris\\\"}\"}]}
-                           fields: text, reasoning_content, tool_calls, finish_reason,
+                           fields: text, reasoning_content, refusal, tool_calls, finish_reason,
                            token_delay_ms, usage, http_status, error_body, fault
                            (see crates/scripted-upstream/src/script.rs)
   GET  /_control/requests  every chat request received, in order

@@ -54,6 +54,7 @@ fn prepare<'a>(script: &'a Script, req: &'a RequestInfo) -> Prepared<'a> {
     let calls: Vec<PreparedCall<'a>> = script.tool_calls.iter().map(prepare_call).collect();
     let chunks = script.reasoning_content.len()
         + script.text.len()
+        + script.refusal.len()
         + calls.iter().map(|c| c.pieces.len()).sum::<usize>();
     let prompt = script.usage.and_then(|u| u.prompt_tokens).unwrap_or(10);
     let completion = script.usage.and_then(|u| u.completion_tokens).unwrap_or(chunks as u64);
@@ -210,6 +211,8 @@ struct DeltaOut<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     reasoning_content: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    refusal: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     tool_calls: Option<[ToolCallDeltaOut<'a>; 1]>,
 }
 
@@ -293,6 +296,8 @@ struct MessageOut<'a> {
     content: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     reasoning_content: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    refusal: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tool_calls: Vec<ToolCallOut<'a>>,
 }
@@ -342,9 +347,10 @@ pub(crate) fn stream_events(
     let n_events = 3
         + script.reasoning_content.len()
         + script.text.len()
+        + script.refusal.len()
         + p.calls.iter().map(|c| c.pieces.len()).sum::<usize>()
         + usize::from(req.include_usage);
-    let payload: usize = script.reasoning_content.iter().chain(&script.text).map(String::len).sum::<usize>()
+    let payload: usize = script.reasoning_content.iter().chain(&script.text).chain(&script.refusal).map(String::len).sum::<usize>()
         + p.calls.iter().map(|c| c.arguments.len() + c.name.len() + 64).sum::<usize>();
     let mut buf = BytesMut::with_capacity(n_events * (200 + p.model.len()) + payload * 2 + 512);
     let mut out = Vec::with_capacity(n_events);
@@ -372,6 +378,10 @@ pub(crate) fn stream_events(
     }
     for piece in &script.text {
         let delta = DeltaOut { content: Some(Some(piece)), ..DeltaOut::default() };
+        event(&mut buf, &mut out, delta, None)?;
+    }
+    for piece in &script.refusal {
+        let delta = DeltaOut { refusal: Some(piece), ..DeltaOut::default() };
         event(&mut buf, &mut out, delta, None)?;
     }
     for (index, call) in p.calls.iter().enumerate() {
@@ -423,7 +433,7 @@ pub(crate) fn stream_chunk_count(script: &Script) -> usize {
             split_chars(args.as_deref().unwrap_or(&c.arguments), c.fragment_chars).len()
         })
         .sum();
-    2 + script.reasoning_content.len() + script.text.len() + fragments
+    2 + script.reasoning_content.len() + script.text.len() + script.refusal.len() + fragments
 }
 
 /// The JSON body of a non-streaming `chat.completion` answer.
@@ -452,6 +462,7 @@ pub(crate) fn completion_body(script: &Script, req: &RequestInfo) -> Result<Vec<
                 role: "assistant",
                 content: script.text.concat(),
                 reasoning_content: reasoning,
+                refusal: (!script.refusal.is_empty()).then(|| script.refusal.concat()),
                 tool_calls,
             },
             logprobs: (),

@@ -20,6 +20,9 @@ pub struct Script {
     /// Content deltas, one chunk each.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub text: Vec<String>,
+    /// `delta.refusal` chunks sent after the text (OpenAI's form of a model's refusal).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refusal: Vec<String>,
     /// Tool calls streamed after the text, in order (`index` 0, 1, …).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCallScript>,
@@ -201,6 +204,12 @@ impl Script {
     /// Append `reasoning_content` chunks (sent before the text).
     pub fn reasoning(mut self, pieces: &[&str]) -> Self {
         self.reasoning_content.extend(to_strings(pieces));
+        self
+    }
+
+    /// Append `delta.refusal` chunks (sent after the text).
+    pub fn refusal(mut self, pieces: &[&str]) -> Self {
+        self.refusal.extend(to_strings(pieces));
         self
     }
 

@@ -106,6 +106,20 @@ impl Accumulator {
                     }
                 }
             }
+            EventKind::RefusalDelta { output_index, content_index, delta, .. } => {
+                if let Some(OutputItem::Message { content, .. }) = output.get_mut(output_index) {
+                    if let Some(OutputContent::Refusal { refusal }) = content.get_mut(content_index) {
+                        refusal.push_str(&delta);
+                    }
+                }
+            }
+            EventKind::RefusalDone { output_index, content_index, refusal: full, .. } => {
+                if let Some(OutputItem::Message { content, .. }) = output.get_mut(output_index) {
+                    if let Some(OutputContent::Refusal { refusal }) = content.get_mut(content_index) {
+                        *refusal = full;
+                    }
+                }
+            }
             EventKind::AnnotationAdded { output_index, content_index, annotation, .. } => {
                 if let Some(OutputItem::Message { content, .. }) = output.get_mut(output_index) {
                     if let Some(OutputContent::OutputText { annotations, .. }) =

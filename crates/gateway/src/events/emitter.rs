@@ -7,7 +7,6 @@ use protocol::output::{ItemStatus, OutputContent, OutputItem, Phase};
 use protocol::response::{IncompleteDetails, ResponseError, ResponseStatus, Usage};
 use protocol::Response;
 
-use super::citations::{annotate, Source};
 use super::ids::new_id;
 use super::sink::DeltaKind;
 pub use super::sink::Sink;
@@ -119,32 +118,6 @@ impl Emitter {
         self.acc.response.output.len()
     }
 
-    /// Adds an in-progress assistant message with an empty `output_text` part
-    /// (`output_item.added` without `phase`, then `content_part.added`). Returns its index.
-    pub fn message_start(&mut self) -> usize {
-        self.message_start_with_id(new_id("msg"))
-    }
-
-    /// As [`Emitter::message_start`] with a given id (progress messages use a marked id).
-    pub fn message_start_with_id(&mut self, id: String) -> usize {
-        let output_index = self.next_index();
-        let item = OutputItem::Message {
-            id: id.clone(),
-            role: "assistant".into(),
-            status: ItemStatus::InProgress,
-            content: Vec::new(),
-            phase: None,
-        };
-        self.emit(EventKind::OutputItemAdded { output_index, item });
-        self.emit(EventKind::ContentPartAdded {
-            item_id: id,
-            output_index,
-            content_index: 0,
-            part: OutputContent::OutputText { annotations: Vec::new(), logprobs: Vec::new(), text: String::new() },
-        });
-        output_index
-    }
-
     /// The id of the item at `output_index` (empty if there is none).
     pub(crate) fn item_id(&self, output_index: usize) -> String {
         self.acc.item(output_index).map(|i| i.id().to_string()).unwrap_or_default()
@@ -161,6 +134,12 @@ impl Emitter {
     /// (`ReasoningText`) at `output_index`; nothing when the item is not of that kind.
     fn content_delta(&mut self, kind: DeltaKind, output_index: usize, delta: String) {
         let id = match (kind, self.acc.item(output_index)) {
+            // Once a message refuses, what follows in it belongs to the refusal.
+            (DeltaKind::OutputText, Some(OutputItem::Message { content, .. }))
+                if matches!(content.last(), Some(OutputContent::Refusal { .. })) =>
+            {
+                return self.refusal_delta(output_index, delta);
+            }
             (DeltaKind::OutputText, Some(OutputItem::Message { id, .. }))
             | (DeltaKind::ReasoningText, Some(OutputItem::Reasoning { id, .. })) => Some(id),
             _ => None,
@@ -175,63 +154,6 @@ impl Emitter {
             DeltaKind::OutputText => self.acc.append_text(output_index, &delta),
             DeltaKind::ReasoningText => self.acc.append_reasoning(output_index, &delta),
         }
-    }
-
-    /// The message's text so far.
-    pub fn message_text(&self, output_index: usize) -> String {
-        match self.acc.item(output_index) {
-            Some(OutputItem::Message { content, .. }) => content
-                .iter()
-                .map(|c| match c {
-                    OutputContent::OutputText { text, .. } | OutputContent::ReasoningText { text } => text.as_str(),
-                    OutputContent::Refusal { refusal } => refusal.as_str(),
-                })
-                .collect(),
-            _ => String::new(),
-        }
-    }
-
-    /// Emits `response.output_text.annotation.added` for every occurrence of a source URL
-    /// in the message's text (after its last delta, before `output_text.done`).
-    pub fn annotate_message(&mut self, output_index: usize, sources: &[Source]) {
-        if sources.is_empty() {
-            return;
-        }
-        let Some(OutputItem::Message { id, content, .. }) = self.acc.item(output_index) else { return };
-        let Some(OutputContent::OutputText { text, annotations, .. }) = content.first() else { return };
-        let (id, first) = (id.clone(), annotations.len());
-        let found = annotate(text, sources);
-        for (i, annotation) in found.into_iter().enumerate() {
-            self.emit(EventKind::AnnotationAdded {
-                item_id: id.clone(),
-                output_index,
-                content_index: 0,
-                annotation_index: first + i,
-                annotation,
-            });
-        }
-    }
-
-    /// Closes a message: `output_text.done`, `content_part.done`, `output_item.done`
-    /// carrying `phase` and `status`.
-    pub fn message_done(&mut self, output_index: usize, phase: Phase, status: ItemStatus) {
-        let Some(OutputItem::Message { id, role, content, .. }) = self.acc.item(output_index).cloned() else {
-            return;
-        };
-        for (content_index, part) in content.iter().enumerate() {
-            if let OutputContent::OutputText { text, .. } = part {
-                self.emit(EventKind::OutputTextDone {
-                    item_id: id.clone(),
-                    output_index,
-                    content_index,
-                    text: text.clone(),
-                    logprobs: Vec::new(),
-                });
-            }
-            self.emit(EventKind::ContentPartDone { item_id: id.clone(), output_index, content_index, part: part.clone() });
-        }
-        let item = OutputItem::Message { id, role, status, content, phase: Some(phase) };
-        self.emit(EventKind::OutputItemDone { output_index, item });
     }
 
     /// Adds an in-progress `reasoning` item (`summary: []`) and its empty `reasoning_text`

@@ -6,6 +6,7 @@ pub mod citations;
 pub mod file_citations;
 pub mod emitter;
 pub mod ids;
+pub mod message_items;
 pub mod replay;
 pub mod sink;
 pub mod tool_items;

@@ -165,7 +165,12 @@ fn part_events(item_id: &str, output_index: usize, content_index: usize, part: &
             }
             out.push(EventKind::ReasoningTextDone { item_id: item_id.clone(), output_index, content_index, text: text.clone() });
         }
-        OutputContent::Refusal { .. } => {}
+        OutputContent::Refusal { refusal } => {
+            if !refusal.is_empty() {
+                out.push(EventKind::RefusalDelta { item_id: item_id.clone(), output_index, content_index, delta: refusal.clone() });
+            }
+            out.push(EventKind::RefusalDone { item_id: item_id.clone(), output_index, content_index, refusal: refusal.clone() });
+        }
     }
     out.push(EventKind::ContentPartDone { item_id, output_index, content_index, part: part.clone() });
 }

@@ -175,7 +175,9 @@ pub fn prepare_with(
             phase: None,
         })],
         Some(Input::Items(items)) => items,
-        None => return Err(bad("input", "Missing required parameter: 'input'.", "missing_required_parameter")),
+        // Optional, as in OpenAI's API: `instructions` or the earlier turns may be all the
+        // model needs (a request with nothing for it is refused below, on `input`).
+        None => Vec::new(),
     };
     let mut tools = ToolSet::build(req.tools.take().unwrap_or_default(), req.tool_choice.as_ref(), registry)?;
     let transcript = from.transcript(req.instructions.as_deref(), items, &|name| registry.contains(name))?;

@@ -1,8 +1,9 @@
 //! One upstream round as it streams: reasoning, text and client-owned call deltas go
 //! straight to the emitter; gateway-owned and unknown calls are collected for the end of
 //! the round. Reasoning is its own `reasoning` item, closed when text or a call begins;
-//! reasoning that resumes after text closes that message first (as `commentary`: the model
-//! went on working after it), so items follow one another as the model wrote them.
+//! reasoning that resumes after text, or a call, closes that message first (as
+//! `commentary`: the model went on working after it), so items follow one another as the
+//! model wrote them.
 
 use protocol::output::{ItemStatus, Phase};
 use protocol::response::Usage;
@@ -43,9 +44,19 @@ pub struct Round {
     pub finish: Option<FinishReason>,
     /// Removes `【N】` markers from the message when the turn has file search.
     markers: Option<MarkerFilter>,
+    /// The turn's last round, sent without tools: calls the model writes anyway are dropped.
+    last: bool,
+    /// `parallel_tool_calls: false`: calls after the round's first are dropped (servers that
+    /// ignore the flag still send several).
+    single_call: bool,
 }
 
 impl Round {
+    /// A round; `last`: sent without tools; `single_call`: `parallel_tool_calls: false`.
+    pub fn new(last: bool, single_call: bool) -> Self {
+        Round { last, single_call, ..Round::default() }
+    }
+
     /// Applies one upstream event. `files` are the turn's file-search chunks: with file
     /// search declared, citation markers leave the text and become `file_citation`s.
     /// `sources` are this turn's search sources (for a message closed early).
@@ -104,8 +115,32 @@ impl Round {
                     }
                 }
             }
-            UpstreamEvent::ToolCall { index, id, name, arguments } => {
+            UpstreamEvent::Refusal(delta) => {
+                // Whitespace held before any text stays out of the refusal.
+                self.leading_space.clear();
                 self.close_reasoning(emitter, ItemStatus::Completed);
+                let idx = match self.message {
+                    Some(i) => i,
+                    None => {
+                        let i = emitter.refusal_message_start();
+                        self.message = Some(i);
+                        i
+                    }
+                };
+                emitter.refusal_delta(idx, delta);
+            }
+            UpstreamEvent::ToolCall { index, id, name, arguments } => {
+                let another = !self.calls.is_empty() && !self.calls.iter().any(|c| c.index == index);
+                if self.last || (self.single_call && another) {
+                    return;
+                }
+                self.close_reasoning(emitter, ItemStatus::Completed);
+                // A round that makes calls is work in progress: its text is done
+                // (`commentary`) before the first call's item is added.
+                if self.message.is_some() {
+                    let text = self.close_open_message(emitter, Phase::Commentary, ItemStatus::Completed, sources);
+                    self.earlier_text.push_str(&text);
+                }
                 let pos = match self.calls.iter().position(|c| c.index == index) {
                     Some(p) => p,
                     None => {

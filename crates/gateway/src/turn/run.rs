@@ -92,7 +92,7 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
         // the last round, dropped).
         let restricted = tools.restricted_to(&declared);
         let offered = restricted.as_ref().unwrap_or(&tools);
-        let mut round = Round::default();
+        let mut round = Round::new(last, sampling.parallel_tool_calls == Some(false));
         let streamed = async {
             match upstream.stream(&req).await {
                 Err(e) => Some(e),
@@ -133,12 +133,8 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
             push_text(&mut transcript, text);
             return finish(emitter, transcript, &mut files, Terminal::Incomplete(reason.into()), usage, None);
         }
-        // The last round went upstream without tools: a call the model writes anyway is
-        // neither executed nor returned (dropped before closing the message, so its text is
-        // the `final_answer`), and the turn ends with its answer.
-        if last {
-            round.calls.clear();
-        }
+        // The last round went upstream without tools: a call the model writes anyway was
+        // dropped as it came (neither executed nor returned), and the turn ends with its answer.
         let text = round.close_message(emitter, ItemStatus::Completed, &sources);
         if round.calls.is_empty() || last {
             push_text(&mut transcript, text);
@@ -202,12 +198,24 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
         if !client.is_empty() {
             for call in round.calls.iter_mut().filter(|c| client.contains(&c.index)) {
                 let Some(entry) = tools.lookup(&call.name) else { continue };
-                let final_text = if entry.kind.is_custom() {
+                let mut final_text = if entry.kind.is_custom() {
                     custom::input_from_arguments(&call.arguments)
                 } else {
                     call.arguments.clone()
                 };
                 let idx = match call.output_index {
+                    Some(idx) if entry.kind.is_custom() => {
+                        // The deltas add up to the input: what was not streamed (arguments
+                        // not of the `{"input": …}` form) follows as one delta; an input
+                        // whose JSON never closed is what was decoded of it.
+                        let streamed = emitter.call_text(idx);
+                        match final_text.strip_prefix(&streamed) {
+                            Some("") => {}
+                            Some(rest) => emitter.call_delta(idx, rest.to_string()),
+                            None => final_text = streamed,
+                        }
+                        idx
+                    }
                     Some(idx) => {
                         // The `{}` added above was not streamed yet.
                         if filled.contains(&call.index) {

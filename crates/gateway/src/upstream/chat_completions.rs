@@ -429,7 +429,7 @@ pub fn parse_chunk(
             out.push_back(UpstreamEvent::Text(text.into_owned()));
         }
         if let Some(text) = d.refusal.filter(|t| !t.is_empty()) {
-            out.push_back(UpstreamEvent::Text(text.into_owned()));
+            out.push_back(UpstreamEvent::Refusal(text.into_owned()));
         }
         for tc in d.tool_calls.unwrap_or_default() {
             let (name, arguments) = match (tc.function, tc.custom) {

@@ -27,6 +27,8 @@ pub enum FinishReason {
 pub enum UpstreamEvent {
     /// Assistant text.
     Text(String),
+    /// The model's refusal (`delta.refusal`): a `refusal` content part, not text.
+    Refusal(String),
     /// The model's raw reasoning (`delta.reasoning_content`, or `delta.reasoning`).
     Reasoning(String),
     /// A tool-call fragment; `index` correlates fragments of one call.

@@ -7,6 +7,7 @@
 mod common;
 
 mod cli;
+mod client_calls;
 mod disconnect;
 mod embeddings;
 mod failures;

@@ -408,6 +408,52 @@ async fn upstream_reasoning_is_a_reasoning_item_before_the_answer() {
     assert!(last.contains("Paris.") && !last.contains("The user asks"), "{last}");
 }
 
+/// The model's refusal (`delta.refusal`) is a `refusal` content part with its own events
+/// (`response.refusal.delta` / `.done`), after any text part; never `output_text`. The
+/// non-streamed and stored responses fold the same parts, and the next turn sends it back.
+#[tokio::test]
+async fn upstream_refusal_is_a_refusal_part() {
+    let h = Harness::start().await;
+    h.upstream.push(Script::default().refusal(&["I can't", " help with that."]));
+    let s = h.stream(json!({"model":"m","input":"something bad","store":true})).await;
+    assert_eq!(s.terminal_type(), "response.completed");
+    let out = s.response["output"].as_array().unwrap();
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0]["content"], json!([{"type":"refusal","refusal":"I can't help with that."}]));
+    assert_eq!(out[0]["phase"], "final_answer");
+    let added = s.of_type("response.content_part.added");
+    assert_eq!(added[0]["part"], json!({"type":"refusal","refusal":""}));
+    let deltas: Vec<&str> = s.of_type("response.refusal.delta").iter().map(|e| e["delta"].as_str().unwrap()).collect();
+    assert_eq!(deltas, ["I can't", " help with that."]);
+    assert_eq!(s.of_type("response.refusal.done")[0]["refusal"], "I can't help with that.");
+    assert!(s.of_type("response.output_text.delta").is_empty() && s.of_type("response.output_text.done").is_empty());
+
+    // Text, then a refusal: two parts, the refusal's events at content_index 1.
+    h.upstream.push(Script::text(&["Let me see."]).refusal(&["No."]));
+    let s2 = h.stream(json!({"model":"m","input":"again","store":false})).await;
+    assert_eq!(
+        s2.response["output"][0]["content"],
+        json!([{"type":"output_text","text":"Let me see.","annotations":[],"logprobs":[]},{"type":"refusal","refusal":"No."}])
+    );
+    assert!(s2.of_type("response.refusal.delta").iter().all(|e| e["content_index"] == 1));
+    h.upstream.push(Script::text(&["Let me see."]).refusal(&["No."]));
+    let (status, body) = h.post(json!({"model":"m","input":"again","store":false})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(items_without_ids(&body), items_without_ids(&s2.response));
+
+    // The stored response replays its refusal as events, and the next turn sends it back.
+    let id = s.response["id"].as_str().unwrap();
+    let raw = h.client.get(format!("{}/v1/responses/{id}?stream=true", h.base)).send().await.unwrap();
+    let replayed = crate::common::check_stream(&raw.text().await.unwrap());
+    assert_eq!(replayed.response, s.response);
+    assert_eq!(replayed.of_type("response.refusal.delta")[0]["delta"], "I can't help with that.");
+    h.upstream.push(Script::text(&["Fine."]));
+    let (status, _) = h.post(json!({"model":"m","input":"ok","previous_response_id":id})).await;
+    assert_eq!(status, 200);
+    let last = serde_json::to_string(&h.upstream.requests().last().unwrap().body["messages"]).unwrap();
+    assert!(last.contains("I can't help with that."), "{last}");
+}
+
 /// Reasoning cut by `max_output_tokens` closes `incomplete`; a call after reasoning
 /// closes the reasoning item first.
 #[tokio::test]
@@ -479,4 +525,20 @@ async fn a_json_answer_to_a_streamed_request_is_read_as_one_chunk() {
     h.upstream.push(Script::http_error(200, r#"{"choices":[{"message":"#));
     let (status, _) = h.post(json!({"model":"m","input":"x"})).await;
     assert_eq!(status, 502);
+}
+
+/// `input` is optional, as in OpenAI's API: `instructions` alone are a conversation; with
+/// nothing at all for the model the request is a 400 on `input`.
+#[tokio::test]
+async fn input_is_optional_when_there_is_something_for_the_model() {
+    let h = Harness::start().await;
+    h.upstream.push(Script::text(&["Hello."]));
+    let (status, body) = h.post(json!({"model":"m","instructions":"Greet the user."})).await;
+    assert_eq!(status, 200, "{body}");
+    let sent = h.upstream.requests().pop().unwrap().body["messages"].clone();
+    assert_eq!(sent, json!([{"role":"system","content":"Greet the user."}]));
+    let (status, body) = h.post(json!({"model":"m"})).await;
+    assert_eq!(status, 400, "{body}");
+    let e = error_of(&body);
+    assert_eq!((e["param"].as_str(), e["code"].as_str()), (Some("input"), Some("invalid_value")));
 }

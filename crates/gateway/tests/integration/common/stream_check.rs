@@ -118,6 +118,20 @@ pub fn check_stream(raw: &str) -> Checked {
                 let key = (oi, e["content_index"].as_u64().unwrap_or(0));
                 assert_eq!(parts.get(&key).map(String::as_str), e["text"].as_str(), "deltas concatenate to done text");
             }
+            "response.refusal.delta" => {
+                let oi = oi.expect("output_index");
+                assert_eq!(added.get(oi).map(|a| a.1.as_str()), Some("message"), "refusal delta on a message");
+                assert!(!done.contains_key(&oi), "delta after done");
+                assert_eq!(e["item_id"].as_str(), Some(added[oi].0.as_str()));
+                let key = (oi, e["content_index"].as_u64().unwrap_or(0));
+                let text = parts.get_mut(&key).unwrap_or_else(|| panic!("content_part.added must precede deltas: {e}"));
+                text.push_str(e["delta"].as_str().expect("delta"));
+            }
+            "response.refusal.done" => {
+                let oi = oi.expect("output_index");
+                let key = (oi, e["content_index"].as_u64().unwrap_or(0));
+                assert_eq!(parts.get(&key).map(String::as_str), e["refusal"].as_str(), "deltas concatenate to the refusal");
+            }
             "response.reasoning_text.delta" => {
                 let oi = oi.expect("output_index");
                 assert_eq!(added.get(oi).map(|a| a.1.as_str()), Some("reasoning"), "reasoning delta on a reasoning item");

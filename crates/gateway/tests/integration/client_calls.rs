@@ -1,0 +1,87 @@
+//! Client-owned calls as they stream: items follow one another, `parallel_tool_calls: false`
+//! holds when the upstream ignores it, and a custom call's deltas add up to its input.
+
+use scripted_upstream::{Script, ToolCallScript};
+use serde_json::{json, Value};
+
+use crate::common::{items_without_ids, Harness};
+
+fn weather() -> Value {
+    json!({"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}})
+}
+
+/// `(type, output_index)` of every `output_item.added` / `.done`, in stream order.
+fn item_events(events: &[Value]) -> Vec<(String, u64)> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "response.output_item.added" || e["type"] == "response.output_item.done")
+        .map(|e| (e["type"].as_str().unwrap_or("").trim_start_matches("response.output_item.").to_string(), e["output_index"].as_u64().unwrap_or(99)))
+        .collect()
+}
+
+/// Text, then a call: the message is done (`commentary`) before the call's item is added,
+/// as in OpenAI's streams, where one item closes before the next opens.
+#[tokio::test]
+async fn the_message_is_done_before_the_first_call_is_added() {
+    let h = Harness::start().await;
+    let script = || Script::text(&["Let me ", "check."]).with_tool_call("get_weather", r#"{"city":"Paris"}"#);
+    let request = json!({"model":"m","input":"weather?","tools":[weather()],"store":false});
+    h.upstream.push(script());
+    let s = h.stream(request.clone()).await;
+    let want = [("added".to_string(), 0), ("done".to_string(), 0), ("added".to_string(), 1), ("done".to_string(), 1)];
+    assert_eq!(item_events(&s.events), want);
+    assert_eq!(s.response["output"][0]["phase"], "commentary");
+    assert_eq!(s.response["output"][0]["content"][0]["text"], "Let me check.");
+    assert_eq!(s.response["output"][1]["arguments"], r#"{"city":"Paris"}"#);
+    h.upstream.push(script());
+    let (status, body) = h.post(request).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(items_without_ids(&body), items_without_ids(&s.response));
+}
+
+/// `parallel_tool_calls: false` promises at most one call: a second one from an upstream
+/// that ignores the flag is dropped (never returned, never replayed); by default both stay.
+#[tokio::test]
+async fn parallel_tool_calls_false_keeps_only_the_first_call() {
+    let h = Harness::start().await;
+    let two = || Script::default().with_tool_call("get_weather", r#"{"city":"Paris"}"#).with_tool_call("get_weather", r#"{"city":"Rome"}"#);
+    let request = json!({"model":"m","input":"weather?","tools":[weather()],"store":false,"parallel_tool_calls":false});
+    h.upstream.push(two());
+    let (status, body) = h.post(request.clone()).await;
+    assert_eq!(status, 200, "{body}");
+    let out = body["output"].as_array().unwrap();
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0]["arguments"], r#"{"city":"Paris"}"#);
+    assert_eq!(h.upstream.requests().last().unwrap().body["parallel_tool_calls"], false);
+    h.upstream.push(two());
+    let s = h.stream(request.clone()).await;
+    assert_eq!(items_without_ids(&s.response), items_without_ids(&body));
+    assert!(!s.raw.contains("Rome"), "{}", s.raw);
+    let mut parallel = request;
+    parallel.as_object_mut().unwrap().remove("parallel_tool_calls");
+    h.upstream.push(two());
+    let (_, body) = h.post(parallel).await;
+    assert_eq!(body["output"].as_array().unwrap().len(), 2, "{body}");
+}
+
+/// On a chat upstream a custom tool is a function with one `input` string: whatever the
+/// model writes as arguments, the streamed input deltas add up to the call's `input`.
+#[tokio::test]
+async fn custom_call_deltas_add_up_to_the_input() {
+    let h = Harness::start().await;
+    let cases = [
+        (r#"{"input":"a\nb"}"#, "a\nb"),
+        (r#"{"input":"unterminated"#, "unterminated"),
+        (r#"{"input": 5}"#, r#"{"input": 5}"#),
+        ("not json at all", "not json at all"),
+        (r#"{"query":"x"}"#, "x"),
+    ];
+    for (arguments, input) in cases {
+        h.upstream.push(Script::default().with_tool(ToolCallScript::new("plain", arguments)));
+        let s = h.stream(json!({"model":"m","input":"go","tools":[{"type":"custom","name":"plain"}],"store":false})).await;
+        let deltas: String = s.of_type("response.custom_tool_call_input.delta").iter().map(|e| e["delta"].as_str().unwrap()).collect();
+        assert_eq!(s.response["output"][0]["input"], input, "{arguments}");
+        assert_eq!(deltas, input, "{arguments}");
+        assert_eq!(s.of_type("response.custom_tool_call_input.done")[0]["input"], input, "{arguments}");
+    }
+}

@@ -454,6 +454,11 @@ pub fn parse_chunk(
             out.push_back(UpstreamEvent::ToolCall { index: tc.index, id: tc.id.map(Cow::into_owned), name, arguments });
         }
         if let Some(r) = choice.finish_reason {
+            // vLLM's `abort`: the server gave up on the generation (engine error, its own
+            // shutdown); what came is not a whole answer.
+            if r == "abort" {
+                return Err(UpstreamError::Protocol("the model server aborted the generation".into()));
+            }
             for index in open_custom.drain(..) {
                 out.push_back(UpstreamEvent::ToolCall { index, id: None, name: None, arguments: Some("\"}".into()) });
             }

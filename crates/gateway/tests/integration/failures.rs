@@ -160,6 +160,22 @@ async fn mid_stream_disconnect_closes_open_items_and_fails() {
     assert_eq!(status, 502, "{body}");
 }
 
+/// vLLM's `finish_reason: "abort"` (the server gave up on the generation) is a failure,
+/// never a completed answer: streamed, the partial message closes `incomplete`.
+#[tokio::test]
+async fn an_aborted_generation_fails() {
+    let h = Harness::start().await;
+    let aborted = || Script { finish_reason: Some("abort".into()), ..Script::text(&["partial", " answer"]) };
+    h.upstream.push(aborted());
+    let s = h.stream(json!({"model":"m","input":"x","store":false})).await;
+    assert_failed_stream(&s);
+    assert_eq!(s.response["output"][0]["status"], "incomplete");
+    assert!(s.response["error"]["message"].as_str().unwrap_or("").contains("aborted"), "{}", s.response);
+    h.upstream.push(aborted());
+    let (status, body) = h.post(json!({"model":"m","input":"x","store":false})).await;
+    assert_eq!(status, 502, "{body}");
+}
+
 #[tokio::test]
 async fn malformed_chunk_fails_cleanly() {
     let h = Harness::start().await;

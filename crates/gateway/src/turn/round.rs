@@ -12,7 +12,7 @@ use crate::events::citations::Source;
 use crate::events::emitter::Emitter;
 use crate::events::file_citations::{FileSources, MarkerFilter};
 use crate::events::ids::new_id;
-use crate::tools::custom::InputDecoder;
+use crate::tools::custom::{input_from_arguments, InputDecoder};
 use crate::tools::{Owner, ToolKind, ToolSet};
 use crate::upstream::{FinishReason, UpstreamEvent};
 
@@ -25,6 +25,8 @@ pub struct PendingCall {
     pub arguments: String,
     /// Set once a client-owned call has been added to the output (its deltas stream).
     pub output_index: Option<usize>,
+    /// Set once that item is done (a later call began, or the round ended).
+    pub closed: bool,
     decoder: Option<InputDecoder>,
 }
 
@@ -144,11 +146,18 @@ impl Round {
                 let pos = match self.calls.iter().position(|c| c.index == index) {
                     Some(p) => p,
                     None => {
+                        // Servers stream calls one after another: a new index means the
+                        // streamed calls before it are whole, and their items are done now.
+                        self.close_streamed_calls(tools, emitter);
                         self.calls.push(PendingCall { index, ..Default::default() });
                         self.calls.len() - 1
                     }
                 };
                 let call = &mut self.calls[pos];
+                if call.closed {
+                    tracing::warn!(index, "a fragment of a call whose item is done arrived after a later call; ignored");
+                    return;
+                }
                 // The upstream's ids are not trusted to be unique (servers reuse `call_0`
                 // across turns, or send none): every call gets the gateway's own id, which
                 // is also what the upstream sees in later rounds.
@@ -228,13 +237,22 @@ impl Round {
     /// message text.
     pub fn close_all(&mut self, emitter: &mut Emitter, status: ItemStatus, sources: &[Source]) -> String {
         let text = self.close_message(emitter, status, sources);
-        for call in &self.calls {
+        for call in self.calls.iter_mut().filter(|c| !c.closed) {
             if let Some(idx) = call.output_index {
                 let final_text = emitter.call_text(idx);
                 emitter.call_done(idx, final_text, status);
+                call.closed = true;
             }
         }
         text
+    }
+
+    /// Completes the streamed client calls whose items are still open.
+    fn close_streamed_calls(&mut self, tools: &ToolSet, emitter: &mut Emitter) {
+        for call in self.calls.iter_mut().filter(|c| c.output_index.is_some() && !c.closed) {
+            let custom = tools.lookup(&call.name).is_some_and(|e| e.kind.is_custom());
+            call.finish_item(custom, emitter);
+        }
     }
 }
 
@@ -257,6 +275,30 @@ impl PendingCall {
         };
         self.output_index = Some(idx);
         idx
+    }
+
+    /// Completes the call's item (`status: completed`), adding it first if it did not
+    /// stream. A function's empty or whitespace arguments get `{}`; a custom call's input
+    /// is the `input` string of its arguments (see [`input_from_arguments`]). Deltas add up
+    /// to the final text: what was not streamed follows as one delta, and a custom input
+    /// whose JSON never closed is what was decoded of it.
+    pub fn finish_item(&mut self, custom: bool, emitter: &mut Emitter) {
+        let Some(idx) = self.output_index else { return };
+        if self.closed {
+            return;
+        }
+        if !custom && self.arguments.trim().is_empty() {
+            self.arguments.push_str("{}");
+        }
+        let mut final_text = if custom { input_from_arguments(&self.arguments) } else { self.arguments.clone() };
+        let streamed = emitter.call_text(idx);
+        match final_text.strip_prefix(&streamed) {
+            Some("") => {}
+            Some(rest) => emitter.call_delta(idx, rest.to_string()),
+            None => final_text = streamed,
+        }
+        emitter.call_done(idx, final_text, ItemStatus::Completed);
+        self.closed = true;
     }
 
     fn stream_piece(&mut self, idx: usize, piece: String, emitter: &mut Emitter) {

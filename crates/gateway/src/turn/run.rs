@@ -15,7 +15,7 @@ use crate::events::file_citations::FileSources;
 use crate::executors::file_search::VectorStoreBackend;
 use std::sync::Arc;
 use crate::executors::Registry;
-use crate::tools::{custom, Owner, ToolChoice, ToolEntry, ToolKind};
+use crate::tools::{Owner, ToolChoice, ToolEntry, ToolKind};
 use serde_json::Value;
 use crate::turn::execute::{self, Exec, GatewayCall, ToolResult};
 use crate::turn::round::Round;
@@ -146,13 +146,11 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
         let mut transcript_calls = Vec::with_capacity(round.calls.len());
         // Function calls that came without arguments (llama.cpp, for a function without
         // parameters), or only whitespace: `{}` is added, so that clients and the replayed
-        // history get JSON (and streamed deltas still add up to the arguments).
-        let mut filled: Vec<usize> = Vec::new();
+        // history get JSON (a client call's item streams it as its last delta).
         for call in &mut round.calls {
             call.ensure_id();
             if call.arguments.trim().is_empty() && offered.lookup(&call.name).is_some_and(|e| e.kind == ToolKind::Function) {
                 call.arguments.push_str("{}");
-                filled.push(call.index);
             }
             transcript_calls.push(Call { call_id: call.call_id.clone(), name: call.name.clone(), arguments: call.arguments.clone() });
             let reject = |content: String| ToolResult { call_id: call.call_id.clone(), content };
@@ -198,38 +196,10 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
         if !client.is_empty() {
             for call in round.calls.iter_mut().filter(|c| client.contains(&c.index)) {
                 let Some(entry) = tools.lookup(&call.name) else { continue };
-                let mut final_text = if entry.kind.is_custom() {
-                    custom::input_from_arguments(&call.arguments)
-                } else {
-                    call.arguments.clone()
-                };
-                let idx = match call.output_index {
-                    Some(idx) if entry.kind.is_custom() => {
-                        // The deltas add up to the input: what was not streamed (arguments
-                        // not of the `{"input": …}` form) follows as one delta; an input
-                        // whose JSON never closed is what was decoded of it.
-                        let streamed = emitter.call_text(idx);
-                        match final_text.strip_prefix(&streamed) {
-                            Some("") => {}
-                            Some(rest) => emitter.call_delta(idx, rest.to_string()),
-                            None => final_text = streamed,
-                        }
-                        idx
-                    }
-                    Some(idx) => {
-                        // The `{}` added above was not streamed yet.
-                        if filled.contains(&call.index) {
-                            emitter.call_delta(idx, "{}".to_string());
-                        }
-                        idx
-                    }
-                    None => {
-                        let idx = call.start_client_item(&entry.kind, &entry.name, entry.namespace.clone(), emitter);
-                        emitter.call_delta(idx, final_text.clone());
-                        idx
-                    }
-                };
-                emitter.call_done(idx, final_text, ItemStatus::Completed);
+                if call.output_index.is_none() {
+                    call.start_client_item(&entry.kind, &entry.name, entry.namespace.clone(), emitter);
+                }
+                call.finish_item(entry.kind.is_custom(), emitter);
             }
             return finish(emitter, transcript, &mut files, Terminal::Completed, usage, None);
         }

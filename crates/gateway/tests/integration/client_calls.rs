@@ -39,6 +39,32 @@ async fn the_message_is_done_before_the_first_call_is_added() {
     assert_eq!(items_without_ids(&body), items_without_ids(&s.response));
 }
 
+/// Parallel calls stream one after another, and each item is done before the next is added
+/// (a new call index means the one before it is whole); a call without arguments gets `{}`
+/// as its last delta when it closes early too.
+#[tokio::test]
+async fn parallel_calls_are_done_one_after_another() {
+    let h = Harness::start().await;
+    let script = || {
+        Script::text(&["Checking."])
+            .with_tool(ToolCallScript::new("get_weather", ""))
+            .with_tool_call("get_weather", r#"{"city":"Rome"}"#)
+            .with_tool(ToolCallScript::new("plain", r#"{"input":"x y"}"#))
+    };
+    let request = json!({"model":"m","input":"weather?","tools":[weather(),{"type":"custom","name":"plain"}],"store":false});
+    h.upstream.push(script());
+    let s = h.stream(request.clone()).await;
+    let want: Vec<(String, u64)> = (0..4).flat_map(|i| [("added".to_string(), i), ("done".to_string(), i)]).collect();
+    assert_eq!(item_events(&s.events), want);
+    let out = s.response["output"].as_array().unwrap();
+    assert_eq!((out[1]["arguments"].as_str(), out[2]["arguments"].as_str(), out[3]["input"].as_str()), (Some("{}"), Some(r#"{"city":"Rome"}"#), Some("x y")));
+    let first: String = s.events.iter().filter(|e| e["type"] == "response.function_call_arguments.delta" && e["output_index"] == 1).map(|e| e["delta"].as_str().unwrap()).collect();
+    assert_eq!(first, "{}");
+    h.upstream.push(script());
+    let (_, body) = h.post(request).await;
+    assert_eq!(items_without_ids(&body), items_without_ids(&s.response));
+}
+
 /// `parallel_tool_calls: false` promises at most one call: a second one from an upstream
 /// that ignores the flag is dropped (never returned, never replayed); by default both stay.
 #[tokio::test]

@@ -1,5 +1,6 @@
 //! `namespace` tools (contract §2): a named group of `function`/`custom` tools. Each member
-//! is declared upstream as `<namespace>__<name>`; calls come back with `namespace` set.
+//! is declared upstream as `<namespace>__<name>`, its description led by the namespace's;
+//! calls come back with `namespace` set.
 
 use protocol::ApiError;
 use serde_json::Value;
@@ -23,6 +24,8 @@ pub fn declare(mut decl: Value, param: &str) -> Result<(Vec<ToolEntry>, Value), 
         return Err(ApiError::invalid(format!("{param}.tools"), "A namespace needs at least one tool.")
             .with_code("empty_array"));
     }
+    // The model sees only the members: the namespace's description leads each of theirs.
+    let about = decl.get("description").and_then(Value::as_str).map(str::trim).filter(|d| !d.is_empty()).map(str::to_string);
     let mut entries = Vec::new();
     let mut echo_members = Vec::new();
     for (j, m) in members.into_iter().enumerate() {
@@ -38,6 +41,14 @@ pub fn declare(mut decl: Value, param: &str) -> Result<(Vec<ToolEntry>, Value), 
                 .with_code("invalid_value"))
             }
         };
+        if let Some(about) = &about {
+            for entry in &mut e {
+                entry.upstream.description = Some(match entry.upstream.description.take() {
+                    Some(own) => format!("{about}\n\n{own}"),
+                    None => about.clone(),
+                });
+            }
+        }
         entries.append(&mut e);
         echo_members.push(echo);
     }

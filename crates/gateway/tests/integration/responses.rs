@@ -163,6 +163,8 @@ async fn namespace_members_are_declared_unambiguously_and_come_back_with_namespa
     assert_eq!(body["output"][0]["namespace"], "crm");
     let names: Vec<String> = h.upstream.requests()[0].body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap().to_string()).collect();
     assert_eq!(names, vec!["crm__lookup", "crm__note"]);
+    let about = h.upstream.requests()[0].body["tools"][0]["function"]["description"].clone();
+    assert_eq!(about, "CRM tools", "the model sees the namespace's description");
     // replay with namespace
     h.upstream.push(Script::text(&["ok"]));
     let call = body["output"][0].clone();

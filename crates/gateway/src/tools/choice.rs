@@ -66,19 +66,6 @@ pub fn resolve(v: Option<&Value>, set: &ToolSet) -> Result<(ToolChoice, Value), 
         Value::Object(o) => {
             let kind = o.get("type").and_then(Value::as_str).ok_or_else(invalid)?;
             match kind {
-                "function" | "custom" => {
-                    let name = o.get("name").and_then(Value::as_str).ok_or_else(invalid)?;
-                    let ns = o.get("namespace").and_then(Value::as_str);
-                    let entry = set.find(name, ns).ok_or_else(|| not_found(name))?;
-                    let matches = match kind {
-                        "function" => entry.kind == super::ToolKind::Function,
-                        _ => entry.kind.is_custom(),
-                    };
-                    if !matches {
-                        return Err(not_found(name));
-                    }
-                    Ok((ToolChoice::Named(entry.visible_name().to_string()), v.clone()))
-                }
                 "allowed_tools" => {
                     let required = match o.get("mode").and_then(Value::as_str) {
                         Some("auto") => false,
@@ -90,36 +77,46 @@ pub fn resolve(v: Option<&Value>, set: &ToolSet) -> Result<(ToolChoice, Value), 
                     };
                     let mut names = Vec::new();
                     for t in tools {
-                        let name = t.get("name").and_then(Value::as_str).ok_or_else(invalid)?;
-                        let ns = t.get("namespace").and_then(Value::as_str);
-                        let entry = set.find(name, ns).ok_or_else(|| not_found(name))?;
+                        let entry = declared(t.as_object().ok_or_else(invalid)?, set)?;
                         names.push(entry.visible_name().to_string());
                     }
                     Ok((ToolChoice::Allowed { required, names }, v.clone()))
                 }
-                t if super::web_search::TYPES.contains(&t) => {
-                    let entry = set
-                        .entries()
-                        .iter()
-                        .find(|e| matches!(e.kind, super::ToolKind::WebSearch(_)))
-                        .ok_or_else(|| not_found(t))?;
+                t => {
+                    let entry = declared(o, set)?;
                     // `{type:"web_search"}` is accepted leniently (clients send it) but is not
                     // in the SDK's `ToolChoiceTypes`; echo the nearest valid type so the
                     // Response still parses.
-                    let echo = if t.starts_with("web_search_preview") { v.clone() } else { json!({"type": "web_search_preview"}) };
+                    let echo = if super::web_search::TYPES.contains(&t) && !t.starts_with("web_search_preview") {
+                        json!({"type": "web_search_preview"})
+                    } else {
+                        v.clone()
+                    };
                     Ok((ToolChoice::Named(entry.visible_name().to_string()), echo))
                 }
-                "file_search" => {
-                    let entry = set
-                        .entries()
-                        .iter()
-                        .find(|e| matches!(e.kind, super::ToolKind::FileSearch(_)))
-                        .ok_or_else(|| not_found("file_search"))?;
-                    Ok((ToolChoice::Named(entry.visible_name().to_string()), v.clone()))
-                }
-                other => Err(not_found(other)),
             }
         }
         _ => Err(invalid()),
+    }
+}
+
+/// The declared tool a `{type, name?, namespace?}` names (a `tool_choice`, or an entry of
+/// `allowed_tools`): a `function` or `custom` tool by name and kind, a hosted tool by its
+/// type. No `type` → 400 `invalid_value`; no such tool → 400 (both on `tool_choice`).
+fn declared<'s>(o: &serde_json::Map<String, Value>, set: &'s ToolSet) -> Result<&'s super::ToolEntry, ApiError> {
+    let invalid = || ApiError::invalid(Some("tool_choice".to_string()), "Invalid value for 'tool_choice'.").with_code("invalid_value");
+    let kind = o.get("type").and_then(Value::as_str).ok_or_else(invalid)?;
+    match kind {
+        "function" | "custom" => {
+            let name = o.get("name").and_then(Value::as_str).ok_or_else(invalid)?;
+            let entry = set.find(name, o.get("namespace").and_then(Value::as_str)).ok_or_else(|| not_found(name))?;
+            let matches = if kind == "function" { entry.kind == super::ToolKind::Function } else { entry.kind.is_custom() };
+            if matches { Ok(entry) } else { Err(not_found(name)) }
+        }
+        t if super::web_search::TYPES.contains(&t) => {
+            set.entries().iter().find(|e| matches!(e.kind, super::ToolKind::WebSearch(_))).ok_or_else(|| not_found(t))
+        }
+        "file_search" => set.entries().iter().find(|e| matches!(e.kind, super::ToolKind::FileSearch(_))).ok_or_else(|| not_found(kind)),
+        other => Err(not_found(other)),
     }
 }

@@ -211,6 +211,12 @@ async fn bad_requests_get_openai_shaped_400s() {
     assert_eq!(s, 400);
     assert_eq!(error_of(&b)["param"], "tool_choice");
     assert_eq!(error_of(&b)["message"], "Tool choice 'nope' not found in 'tools' parameter.");
+    // `allowed_tools` entries are checked as a named choice is: by type and name.
+    for allowed in [json!({"type":"custom","name":"get_weather"}), json!({"name":"get_weather"}), json!({"type":"web_search"})] {
+        let choice = json!({"type":"allowed_tools","mode":"auto","tools":[allowed]});
+        let (s, b) = h.post(json!({"model":"m","input":"x","tools":[weather_tool()],"tool_choice":choice})).await;
+        assert_eq!((s, error_of(&b)["param"].as_str()), (400, Some("tool_choice")), "{allowed}: {b}");
+    }
     let (s, b) = h.post(json!({"model":"m","input":"x","tools":[weather_tool(), weather_tool()]})).await;
     assert_eq!(s, 400, "duplicate names: {b}");
     let (s, b) = h.post(json!({"model":"m","input":"x","tools":[{"type":"custom","name":"c","format":{"type":"grammar","syntax":"regex","definition":"(unclosed"}}]})).await;

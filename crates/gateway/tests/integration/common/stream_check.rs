@@ -105,41 +105,21 @@ pub fn check_stream(raw: &str) -> Checked {
                 assert_eq!(e["item_id"].as_str(), Some(added[oi].0.as_str()));
                 parts.insert((oi, e["content_index"].as_u64().unwrap_or(0)), String::new());
             }
-            "response.output_text.delta" => {
+            "response.output_text.delta" | "response.refusal.delta" | "response.reasoning_text.delta" => {
                 let oi = oi.expect("output_index");
-                assert_eq!(added.get(oi).map(|a| a.1.as_str()), Some("message"), "text delta on a message");
-                assert_eq!(e["item_id"].as_str(), Some(added[oi].0.as_str()));
-                let key = (oi, e["content_index"].as_u64().unwrap_or(0));
-                let text = parts.get_mut(&key).unwrap_or_else(|| panic!("content_part.added must precede deltas: {e}"));
-                text.push_str(e["delta"].as_str().expect("delta"));
-            }
-            "response.output_text.done" | "response.reasoning_text.done" => {
-                let oi = oi.expect("output_index");
-                let key = (oi, e["content_index"].as_u64().unwrap_or(0));
-                assert_eq!(parts.get(&key).map(String::as_str), e["text"].as_str(), "deltas concatenate to done text");
-            }
-            "response.refusal.delta" => {
-                let oi = oi.expect("output_index");
-                assert_eq!(added.get(oi).map(|a| a.1.as_str()), Some("message"), "refusal delta on a message");
+                let want = if t.contains("reasoning") { "reasoning" } else { "message" };
+                assert_eq!(added.get(oi).map(|a| a.1.as_str()), Some(want), "{t} on a {want}");
                 assert!(!done.contains_key(&oi), "delta after done");
                 assert_eq!(e["item_id"].as_str(), Some(added[oi].0.as_str()));
                 let key = (oi, e["content_index"].as_u64().unwrap_or(0));
                 let text = parts.get_mut(&key).unwrap_or_else(|| panic!("content_part.added must precede deltas: {e}"));
                 text.push_str(e["delta"].as_str().expect("delta"));
             }
-            "response.refusal.done" => {
+            "response.output_text.done" | "response.reasoning_text.done" | "response.refusal.done" => {
                 let oi = oi.expect("output_index");
                 let key = (oi, e["content_index"].as_u64().unwrap_or(0));
-                assert_eq!(parts.get(&key).map(String::as_str), e["refusal"].as_str(), "deltas concatenate to the refusal");
-            }
-            "response.reasoning_text.delta" => {
-                let oi = oi.expect("output_index");
-                assert_eq!(added.get(oi).map(|a| a.1.as_str()), Some("reasoning"), "reasoning delta on a reasoning item");
-                assert!(!done.contains_key(&oi), "delta after done");
-                assert_eq!(e["item_id"].as_str(), Some(added[oi].0.as_str()));
-                let key = (oi, e["content_index"].as_u64().unwrap_or(0));
-                let text = parts.get_mut(&key).unwrap_or_else(|| panic!("content_part.added must precede deltas: {e}"));
-                text.push_str(e["delta"].as_str().expect("delta"));
+                let full = if t.contains("refusal") { &e["refusal"] } else { &e["text"] };
+                assert_eq!(parts.get(&key).map(String::as_str), full.as_str(), "deltas concatenate to the {t} text");
             }
             "response.function_call_arguments.delta" | "response.custom_tool_call_input.delta" => {
                 let oi = oi.expect("output_index");

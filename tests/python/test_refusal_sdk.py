@@ -23,10 +23,14 @@ def test_refusal_is_a_typed_refusal_part(client, upstream, gateway):
     V.validate_response(sdk_dict(final), strict=False)
     assert [e.delta for e in events if e.type == "response.refusal.delta"] == ["I can't", " help with that."]
     assert [e.refusal for e in events if e.type == "response.refusal.done"] == ["I can't help with that."]
-    (msg,) = final.output
-    assert isinstance(msg, ResponseOutputMessage)
-    assert isinstance(msg.content[0], ResponseOutputText) and msg.content[0].text == "I see."
-    assert isinstance(msg.content[1], ResponseOutputRefusal) and msg.content[1].refusal == "I can't help with that."
+    # The text's message is done (commentary) before the refusal's is added.
+    text_msg, refusal_msg = final.output
+    assert isinstance(text_msg, ResponseOutputMessage) and isinstance(refusal_msg, ResponseOutputMessage)
+    assert len(text_msg.content) == 1 and isinstance(text_msg.content[0], ResponseOutputText)
+    assert text_msg.content[0].text == "I see."
+    assert len(refusal_msg.content) == 1 and isinstance(refusal_msg.content[0], ResponseOutputRefusal)
+    assert refusal_msg.content[0].refusal == "I can't help with that."
+    assert (text_msg.phase, refusal_msg.phase) == ("commentary", "final_answer")
     assert final.output_text == "I see.", "output_text is the text parts only"
 
     # The raw twin validates strictly; the non-streamed Response has the same parts.
@@ -34,9 +38,9 @@ def test_refusal_is_a_typed_refusal_part(client, upstream, gateway):
     gateway.stream_validated({"model": MODEL, "input": "something bad", "store": False})
     upstream.push(script)
     resp, body = create(client, model=MODEL, input="something bad", store=False)
-    assert body["output"][0]["content"] == [
-        {"type": "output_text", "text": "I see.", "annotations": [], "logprobs": []},
-        {"type": "refusal", "refusal": "I can't help with that."},
+    assert [i["content"] for i in body["output"]] == [
+        [{"type": "output_text", "text": "I see.", "annotations": [], "logprobs": []}],
+        [{"type": "refusal", "refusal": "I can't help with that."}],
     ]
 
 

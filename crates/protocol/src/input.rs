@@ -210,6 +210,8 @@ pub struct CustomToolCall {
     pub id: Option<String>,
     #[serde(default)]
     pub namespace: Option<String>,
+    #[serde(default)]
+    pub status: Option<String>,
 }
 
 /// `function_call_output` / `custom_tool_call_output` on input (contract §4.2).

@@ -41,21 +41,19 @@ impl Emitter {
         output_index
     }
 
-    /// `response.refusal.delta` for the message at `output_index`, into its last part when
-    /// that is a `refusal`; otherwise a new `refusal` part is added first
-    /// (`content_part.added`, next `content_index`). Nothing when the item is no message.
+    /// True when the message at `output_index` ends in a `refusal` part.
+    pub fn message_refuses(&self, output_index: usize) -> bool {
+        matches!(self.acc.item(output_index), Some(OutputItem::Message { content, .. }) if matches!(content.last(), Some(OutputContent::Refusal { .. })))
+    }
+
+    /// `response.refusal.delta` into the message's last part, a `refusal` (see
+    /// [`Emitter::refusal_message_start`]); nothing when the item is not such a message.
     pub fn refusal_delta(&mut self, output_index: usize, delta: String) {
         let Some(OutputItem::Message { id, content, .. }) = self.acc.item(output_index) else { return };
-        let item_id = id.clone();
-        let content_index = match content.last() {
-            Some(OutputContent::Refusal { .. }) => content.len() - 1,
-            _ => {
-                let content_index = content.len();
-                let part = OutputContent::Refusal { refusal: String::new() };
-                self.emit(EventKind::ContentPartAdded { item_id: item_id.clone(), output_index, content_index, part });
-                content_index
-            }
-        };
+        if !matches!(content.last(), Some(OutputContent::Refusal { .. })) {
+            return;
+        }
+        let (item_id, content_index) = (id.clone(), content.len() - 1);
         self.emit(EventKind::RefusalDelta { item_id, output_index, content_index, delta });
     }
 

@@ -65,6 +65,7 @@ impl Round {
     pub fn on_event(&mut self, ev: UpstreamEvent, tools: &ToolSet, emitter: &mut Emitter, usage: &mut Usage, files: &FileSources, sources: &[Source]) {
         match ev {
             UpstreamEvent::Reasoning(delta) => {
+                self.close_streamed_calls(tools, emitter);
                 if self.message.is_some() {
                     let text = self.close_open_message(emitter, Phase::Commentary, ItemStatus::Completed, sources);
                     self.earlier_text.push_str(&text);
@@ -89,6 +90,7 @@ impl Round {
                         delta.insert_str(0, &std::mem::take(&mut self.leading_space));
                     }
                 }
+                self.close_streamed_calls(tools, emitter);
                 self.close_reasoning(emitter, ItemStatus::Completed);
                 let idx = match self.message {
                     Some(i) => i,
@@ -120,7 +122,14 @@ impl Round {
             UpstreamEvent::Refusal(delta) => {
                 // Whitespace held before any text stays out of the refusal.
                 self.leading_space.clear();
+                self.close_streamed_calls(tools, emitter);
                 self.close_reasoning(emitter, ItemStatus::Completed);
+                // A refusal after text is a message of its own: the text's is done first
+                // (`commentary`), so parts, like items, never overlap.
+                if self.message.is_some_and(|i| !emitter.message_refuses(i)) {
+                    let text = self.close_open_message(emitter, Phase::Commentary, ItemStatus::Completed, sources);
+                    self.earlier_text.push_str(&text);
+                }
                 let idx = match self.message {
                     Some(i) => i,
                     None => {
@@ -247,6 +256,16 @@ impl Round {
         text
     }
 
+    /// The calls whose items are done (completed) while the round went on: a round cut
+    /// short keeps them in the history, since the client may answer them.
+    pub fn completed_calls(&self) -> Vec<crate::turn::transcript::Call> {
+        self.calls
+            .iter()
+            .filter(|c| c.closed)
+            .map(|c| crate::turn::transcript::Call { call_id: c.call_id.clone(), name: c.name.clone(), arguments: c.arguments.clone() })
+            .collect()
+    }
+
     /// Completes the streamed client calls whose items are still open.
     fn close_streamed_calls(&mut self, tools: &ToolSet, emitter: &mut Emitter) {
         for call in self.calls.iter_mut().filter(|c| c.output_index.is_some() && !c.closed) {
@@ -352,6 +371,54 @@ mod tests {
                 ("message \nt2".to_string(), Some(Phase::FinalAnswer)),
             ]
         );
+    }
+
+    /// Text, reasoning or a refusal that comes after a client call closes the call's item
+    /// first: every item is done before the next is added, whatever the upstream's order.
+    #[test]
+    fn items_never_overlap_whatever_follows_a_call() {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut emitter = Emitter::new(Response::default(), Some(crate::events::Sink::new(tx)));
+        let registry = crate::executors::Registry::default();
+        let tools = ToolSet::build(vec![serde_json::json!({"type":"function","name":"f"})], None, &registry).unwrap();
+        let (files, mut usage, mut round) = (FileSources::default(), Usage::default(), Round::default());
+        let call = |index: usize| UpstreamEvent::ToolCall { index, id: None, name: Some("f".into()), arguments: Some("{}".into()) };
+        for ev in [
+            UpstreamEvent::Text("A".into()),
+            call(0),
+            UpstreamEvent::Text("B".into()),
+            call(1),
+            UpstreamEvent::Reasoning("r".into()),
+            call(2),
+            UpstreamEvent::Refusal("no".into()),
+            UpstreamEvent::Finish(FinishReason::ToolCalls),
+        ] {
+            round.on_event(ev, &tools, &mut emitter, &mut usage, &files, &[]);
+        }
+        round.close_all(&mut emitter, ItemStatus::Completed, &[]);
+        drop(emitter);
+        let mut frames = String::new();
+        while let Ok(b) = rx.try_recv() {
+            frames.push_str(&String::from_utf8_lossy(&b));
+        }
+        let mut open: Option<u64> = None;
+        let mut added = 0;
+        for data in frames.lines().filter_map(|l| l.strip_prefix("data: ")) {
+            let e: serde_json::Value = serde_json::from_str(data).unwrap();
+            match e["type"].as_str().unwrap() {
+                "response.output_item.added" => {
+                    assert_eq!(open, None, "item {} added while {open:?} is open:\n{frames}", e["output_index"]);
+                    open = e["output_index"].as_u64();
+                    added += 1;
+                }
+                "response.output_item.done" => {
+                    assert_eq!(open, e["output_index"].as_u64(), "{frames}");
+                    open = None;
+                }
+                _ => {}
+            }
+        }
+        assert_eq!((added, open), (7, None), "message, call, message, call, reasoning, call, refusal message:\n{frames}");
     }
 
     fn emitter_text(item: &OutputItem) -> String {

@@ -109,16 +109,14 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
         let failure = tokio::select! {
             f = streamed => f,
             () = cancel.cancelled() => {
-                let text = round.close_all(emitter, ItemStatus::Incomplete, &sources);
-                push_text(&mut transcript, text);
+                close_cut_round(&mut round, emitter, &sources, &mut transcript);
                 return finish(emitter, transcript, &mut files, Terminal::Interrupted, usage, None);
             }
         };
         if let Some(err) = failure {
             // Upstream messages never hold the URL's credentials or the key (`UpstreamError`).
             tracing::warn!(code = err.code(), error = %err, "turn failed on the upstream");
-            let text = round.close_all(emitter, ItemStatus::Incomplete, &sources);
-            push_text(&mut transcript, text);
+            close_cut_round(&mut round, emitter, &sources, &mut transcript);
             let terminal = Terminal::Failed { code: err.code().into(), message: err.to_string() };
             return finish(emitter, transcript, &mut files, terminal, usage, Some(err));
         }
@@ -129,8 +127,7 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
             _ => None,
         };
         if let Some(reason) = truncated {
-            let text = round.close_all(emitter, ItemStatus::Incomplete, &sources);
-            push_text(&mut transcript, text);
+            close_cut_round(&mut round, emitter, &sources, &mut transcript);
             return finish(emitter, transcript, &mut files, Terminal::Incomplete(reason.into()), usage, None);
         }
         // The last round went upstream without tools: a call the model writes anyway was
@@ -250,6 +247,19 @@ fn bind(entry: &ToolEntry, args: &Value, ctx: &BindContext<'_>) -> Option<(Strin
             Some((input, exec))
         }
         ToolKind::Function | ToolKind::Custom => None,
+    }
+}
+
+/// Ends a round cut short (failure, truncation, cancel): its open items close
+/// `incomplete`; its text and the calls already done as `completed` (the client may answer
+/// them) go into the history; the rest of its calls never happened.
+fn close_cut_round(round: &mut Round, emitter: &mut Emitter, sources: &[Source], transcript: &mut Transcript) {
+    let calls = round.completed_calls();
+    let text = round.close_all(emitter, ItemStatus::Incomplete, sources);
+    if calls.is_empty() {
+        push_text(transcript, text);
+    } else {
+        transcript.push_assistant(text, calls);
     }
 }
 

@@ -432,6 +432,16 @@ pub fn parse_chunk(
             out.push_back(UpstreamEvent::Refusal(text.into_owned()));
         }
         for tc in d.tool_calls.unwrap_or_default() {
+            // Calls stream one after another: a native custom call whose input is still
+            // open is whole once another call begins (its item is done then).
+            let mut closing = Vec::new();
+            open_custom.retain(|&i| i == tc.index || {
+                closing.push(i);
+                false
+            });
+            for index in closing {
+                out.push_back(UpstreamEvent::ToolCall { index, id: None, name: None, arguments: Some("\"}".into()) });
+            }
             let (name, arguments) = match (tc.function, tc.custom) {
                 (Some(f), _) => (f.name.map(Cow::into_owned), f.arguments.map(Cow::into_owned)),
                 // A native custom call's raw input is re-encoded as the function form's

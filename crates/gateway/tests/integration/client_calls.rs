@@ -111,3 +111,62 @@ async fn custom_call_deltas_add_up_to_the_input() {
         assert_eq!(s.of_type("response.custom_tool_call_input.done")[0]["input"], input, "{arguments}");
     }
 }
+
+/// Native custom calls (`{"type":"custom","custom":{…}}` chunks) followed by other calls:
+/// each one's input is whole when the next begins, and the stored history replays them
+/// as valid JSON arguments.
+#[tokio::test]
+async fn native_custom_calls_followed_by_other_calls_stay_whole() {
+    let h = Harness::start().await;
+    let custom = |input: &str| ToolCallScript { custom: true, ..ToolCallScript::new("run_sh", input) };
+    h.upstream.push(Script::default().with_tool(custom("ls -la")).with_tool(custom("")).with_tool_call("get_weather", "{}"));
+    let tools = json!([{"type":"custom","name":"run_sh"}, weather()]);
+    let s = h.stream(json!({"model":"m","input":"go","tools":tools,"store":true})).await;
+    let out = s.response["output"].as_array().unwrap();
+    assert_eq!((out[0]["input"].as_str(), out[1]["input"].as_str(), out[2]["arguments"].as_str()), (Some("ls -la"), Some(""), Some("{}")), "{out:?}");
+    let outputs: Vec<Value> = out
+        .iter()
+        .map(|c| {
+            let kind = if c["type"] == "custom_tool_call" { "custom_tool_call_output" } else { "function_call_output" };
+            json!({"type":kind,"call_id":c["call_id"],"output":"ok"})
+        })
+        .collect();
+    h.upstream.push(Script::text(&["Done."]));
+    let (status, body) = h.post(json!({"model":"m","input":outputs,"tools":tools,"previous_response_id":s.response["id"]})).await;
+    assert_eq!(status, 200, "{body}");
+    let sent = h.upstream.requests().pop().unwrap().body;
+    let calls = sent["messages"].as_array().unwrap().iter().find(|m| m["role"] == "assistant").unwrap()["tool_calls"].clone();
+    let args: Vec<Value> = calls.as_array().unwrap().iter().map(|c| serde_json::from_str(c["function"]["arguments"].as_str().unwrap()).expect("JSON arguments")).collect();
+    assert_eq!(args, [json!({"input":"ls -la"}), json!({"input":""}), json!({})]);
+}
+
+/// A round cut by `max_output_tokens` after one whole call: that call is `completed` (the
+/// client may answer it, and a continuation then accepts its output), the cut one
+/// `incomplete`; replayed with store=false, the incomplete call needs no output.
+#[tokio::test]
+async fn a_cut_round_keeps_its_completed_calls_answerable() {
+    let h = Harness::start().await;
+    let cut = || Script {
+        finish_reason: Some("length".into()),
+        ..Script::text(&["Hmm"]).with_tool_call("get_weather", r#"{"city":"Paris"}"#).with_tool_call("get_weather", r#"{"city":"Ro"#)
+    };
+    h.upstream.push(cut());
+    let s = h.stream(json!({"model":"m","input":"weather?","tools":[weather()],"store":true})).await;
+    assert_eq!(s.terminal_type(), "response.incomplete");
+    let out = s.response["output"].as_array().unwrap().clone();
+    let statuses: Vec<&str> = out.iter().map(|i| i["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses, ["completed", "completed", "incomplete"], "{out:?}");
+    let answer = json!({"type":"function_call_output","call_id":out[1]["call_id"],"output":"sunny"});
+    h.upstream.push(Script::text(&["Sunny in Paris."]));
+    let (status, body) = h.post(json!({"model":"m","input":[answer],"tools":[weather()],"previous_response_id":s.response["id"]})).await;
+    assert_eq!(status, 200, "{body}");
+    let sent = serde_json::to_string(&h.upstream.requests().pop().unwrap().body["messages"]).unwrap();
+    assert!(sent.contains("Paris") && sent.contains("sunny") && !sent.contains(r#"\"Ro"#), "{sent}");
+    // store=false: the client replays the whole output and answers the completed call.
+    let mut input = vec![json!({"role":"user","content":"weather?"})];
+    input.extend(out.iter().cloned());
+    input.push(answer);
+    h.upstream.push(Script::text(&["Sunny in Paris."]));
+    let (status, body) = h.post(json!({"model":"m","input":input,"tools":[weather()],"store":false})).await;
+    assert_eq!(status, 200, "{body}");
+}

@@ -436,14 +436,17 @@ async fn upstream_refusal_is_a_refusal_part() {
     assert_eq!(s.of_type("response.refusal.done")[0]["refusal"], "I can't help with that.");
     assert!(s.of_type("response.output_text.delta").is_empty() && s.of_type("response.output_text.done").is_empty());
 
-    // Text, then a refusal: two parts, the refusal's events at content_index 1.
+    // Text, then a refusal: the text's message is done (commentary) before the refusal's
+    // is added, so neither items nor parts overlap.
     h.upstream.push(Script::text(&["Let me see."]).refusal(&["No."]));
     let s2 = h.stream(json!({"model":"m","input":"again","store":false})).await;
-    assert_eq!(
-        s2.response["output"][0]["content"],
-        json!([{"type":"output_text","text":"Let me see.","annotations":[],"logprobs":[]},{"type":"refusal","refusal":"No."}])
-    );
-    assert!(s2.of_type("response.refusal.delta").iter().all(|e| e["content_index"] == 1));
+    let out2 = s2.response["output"].as_array().unwrap();
+    assert_eq!(out2[0]["content"], json!([{"type":"output_text","text":"Let me see.","annotations":[],"logprobs":[]}]));
+    assert_eq!((out2[0]["phase"].as_str(), out2[1]["phase"].as_str()), (Some("commentary"), Some("final_answer")));
+    assert_eq!(out2[1]["content"], json!([{"type":"refusal","refusal":"No."}]));
+    let first_done = s2.events.iter().position(|e| e["type"] == "response.output_item.done").unwrap();
+    let second_added = s2.events.iter().rposition(|e| e["type"] == "response.output_item.added").unwrap();
+    assert!(first_done < second_added, "{}", s2.raw);
     h.upstream.push(Script::text(&["Let me see."]).refusal(&["No."]));
     let (status, body) = h.post(json!({"model":"m","input":"again","store":false})).await;
     assert_eq!(status, 200, "{body}");

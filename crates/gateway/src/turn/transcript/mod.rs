@@ -122,7 +122,7 @@ impl Transcript {
     /// Removes the unanswered calls `unanswered` (ids, in call order) when they all belong to
     /// server tools; otherwise removes nothing and returns the first that does not. One pass
     /// over the entries.
-    fn drop_server_calls<'a>(&mut self, unanswered: &[&'a str], is_server_tool: &dyn Fn(&str) -> bool) -> Option<&'a str> {
+    fn drop_server_calls<'a>(&mut self, unanswered: &[&'a str], droppable: &dyn Fn(&str, &str) -> bool) -> Option<&'a str> {
         let wanted: HashSet<&str> = unanswered.iter().copied().collect();
         let names: HashMap<&str, &str> = self
             .entries
@@ -134,7 +134,7 @@ impl Transcript {
             .filter(|c| wanted.contains(c.call_id.as_str()))
             .map(|c| (c.call_id.as_str(), c.name.as_str()))
             .collect();
-        if let Some(first) = unanswered.iter().find(|id| !names.get(*id).is_some_and(|name| is_server_tool(name))) {
+        if let Some(first) = unanswered.iter().find(|id| !names.get(*id).is_some_and(|name| droppable(id, name))) {
             return Some(first);
         }
         // A turn left with neither text nor calls goes too.
@@ -172,7 +172,7 @@ impl Transcript {
 /// call or repeats one, a call with no output (`No tool output found for function call …`),
 /// an unsupported `input_file`, an `item_reference` (needs a stored response). A replayed
 /// call of a server tool (`is_server_tool`) without its output — an older SDK drops
-/// `custom_tool_call_output` — is dropped from the transcript instead. `base` is the
+/// `custom_tool_call_output` — or one replayed as `incomplete` is dropped instead. `base` is the
 /// stored transcript a continuation starts from; its unanswered calls may be answered here.
 /// `restored`: stored `(query, results)` of replayed `web_search_call` items, by item id.
 pub fn build(
@@ -195,6 +195,9 @@ pub fn build(
     // not: the gateway lists it right after its call, before the round's other calls.
     let mut after_output = matches!(t.entries.last(), Some(Entry::ToolResult { .. }));
     let mut server_calls: HashSet<&str> = HashSet::new();
+    // Calls replayed as `incomplete` (cut short by max_output_tokens or a failure): their
+    // arguments are partial and no client ran them; without an output they are dropped.
+    let mut incomplete: HashSet<&str> = HashSet::new();
     for (i, item) in items.iter().enumerate() {
         let param = format!("input[{i}]");
         if !matches!(item, InputItem::FunctionCallOutput(_) | InputItem::CustomToolCallOutput(_)) && !tool_images.is_empty() {
@@ -212,6 +215,14 @@ pub fn build(
                 }
                 if is_server_tool(&call.name) {
                     server_calls.insert(call_id);
+                }
+                let status = match item {
+                    InputItem::FunctionCall(c) => c.status.as_deref(),
+                    InputItem::CustomToolCall(c) => c.status.as_deref(),
+                    _ => None,
+                };
+                if status == Some("incomplete") {
+                    incomplete.insert(call_id);
                 }
                 t.push_call(call, std::mem::take(&mut after_output));
             }
@@ -260,7 +271,7 @@ pub fn build(
     }
     let unanswered: Vec<&str> = calls.ids.iter().filter(|(_, answered)| !answered).map(|(id, _)| id.as_str()).collect();
     if !unanswered.is_empty() {
-        if let Some(call_id) = t.drop_server_calls(&unanswered, is_server_tool) {
+        if let Some(call_id) = t.drop_server_calls(&unanswered, &|id, name| is_server_tool(name) || incomplete.contains(id)) {
             return Err(ApiError::invalid(
                 Some("input".to_string()),
                 format!("No tool output found for function call {call_id}."),

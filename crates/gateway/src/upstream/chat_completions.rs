@@ -464,9 +464,9 @@ pub fn parse_chunk(
             out.push_back(UpstreamEvent::ToolCall { index: tc.index, id: tc.id.map(Cow::into_owned), name, arguments });
         }
         if let Some(r) = choice.finish_reason {
-            // vLLM's `abort`: the server gave up on the generation (engine error, its own
-            // shutdown); what came is not a whole answer.
-            if r == "abort" {
+            // vLLM's `abort` (or an `error` reason): the server gave up on the generation
+            // (engine error, its own shutdown); what came is not a whole answer.
+            if r == "abort" || r == "error" {
                 return Err(UpstreamError::Protocol("the model server aborted the generation".into()));
             }
             for index in open_custom.drain(..) {

@@ -174,6 +174,9 @@ async fn an_aborted_generation_fails() {
     h.upstream.push(aborted());
     let (status, body) = h.post(json!({"model":"m","input":"x","store":false})).await;
     assert_eq!(status, 502, "{body}");
+    h.upstream.push(Script { finish_reason: Some("error".into()), ..Script::text(&["partial"]) });
+    let (status, body) = h.post(json!({"model":"m","input":"x","store":false})).await;
+    assert_eq!(status, 502, "{body}");
 }
 
 #[tokio::test]

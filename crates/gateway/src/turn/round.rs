@@ -145,6 +145,10 @@ impl Round {
                 if self.last || (self.single_call && another) {
                     return;
                 }
+                if self.calls.iter().any(|c| c.index == index && c.closed) {
+                    tracing::warn!(index, "a fragment of a call whose item is done came after other output; ignored");
+                    return;
+                }
                 self.close_reasoning(emitter, ItemStatus::Completed);
                 // A round that makes calls is work in progress: its text is done
                 // (`commentary`) before the first call's item is added.
@@ -163,10 +167,6 @@ impl Round {
                     }
                 };
                 let call = &mut self.calls[pos];
-                if call.closed {
-                    tracing::warn!(index, "a fragment of a call whose item is done arrived after a later call; ignored");
-                    return;
-                }
                 // The upstream's ids are not trusted to be unique (servers reuse `call_0`
                 // across turns, or send none): every call gets the gateway's own id, which
                 // is also what the upstream sees in later rounds.

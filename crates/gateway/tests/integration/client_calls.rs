@@ -167,6 +167,12 @@ async fn a_cut_round_keeps_its_completed_calls_answerable() {
     input.extend(out.iter().cloned());
     input.push(answer);
     h.upstream.push(Script::text(&["Sunny in Paris."]));
-    let (status, body) = h.post(json!({"model":"m","input":input,"tools":[weather()],"store":false})).await;
+    let (status, body) = h.post(json!({"model":"m","input":input.clone(),"tools":[weather()],"store":false})).await;
     assert_eq!(status, 200, "{body}");
+    let sent = serde_json::to_string(&h.upstream.requests().pop().unwrap().body["messages"]).unwrap();
+    assert!(!sent.contains(r#"\"Ro"#), "the incomplete call is left out: {sent}");
+    // An output for the incomplete call matches no call, as with the stored turn: 400.
+    input.push(json!({"type":"function_call_output","call_id":out[2]["call_id"],"output":"?"}));
+    let (status, body) = h.post(json!({"model":"m","input":input,"tools":[weather()],"store":false})).await;
+    assert_eq!(status, 400, "{body}");
 }

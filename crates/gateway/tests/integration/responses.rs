@@ -451,6 +451,15 @@ async fn upstream_refusal_is_a_refusal_part() {
     let (status, body) = h.post(json!({"model":"m","input":"again","store":false})).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(items_without_ids(&body), items_without_ids(&s2.response));
+    // Replayed (store=false), the two messages are one assistant turn, as the model wrote it.
+    let mut input = vec![json!({"role":"user","content":"again"})];
+    input.extend(body["output"].as_array().unwrap().iter().cloned());
+    input.push(json!({"role":"user","content":"why?"}));
+    h.upstream.push(Script::text(&["Policy."]));
+    let (status, _) = h.post(json!({"model":"m","input":input,"store":false})).await;
+    assert_eq!(status, 200);
+    let sent = h.upstream.requests().pop().unwrap().body["messages"].clone();
+    assert_eq!(sent, json!([{"role":"user","content":"again"},{"role":"assistant","content":"Let me see.No."},{"role":"user","content":"why?"}]));
 
     // The stored response replays its refusal as events, and the next turn sends it back.
     let id = s.response["id"].as_str().unwrap();

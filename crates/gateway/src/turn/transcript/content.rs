@@ -7,11 +7,15 @@ use protocol::ApiError;
 
 use super::{Entry, Transcript, UserPart, PROGRESS_ID_PREFIX};
 
+/// Adds one input message. An assistant message right after another assistant message
+/// (no call between) joins it: as written when `continues` (the earlier one was the same
+/// output's `commentary`), else after a blank line.
 pub(super) fn message(
     m: &InputMessage,
     param: &str,
     system: &mut Vec<String>,
     t: &mut Transcript,
+    continues: bool,
 ) -> Result<(), ApiError> {
     match m.role {
         Role::System | Role::Developer => {
@@ -25,7 +29,15 @@ pub(super) fn message(
                 return Ok(());
             }
             let text = text_only(&m.content, param)?;
-            t.entries.push(Entry::Assistant { text, calls: Vec::new() });
+            match t.entries.last_mut() {
+                Some(Entry::Assistant { text: earlier, calls }) if calls.is_empty() => {
+                    if !continues && !earlier.is_empty() && !text.is_empty() {
+                        earlier.push_str("\n\n");
+                    }
+                    earlier.push_str(&text);
+                }
+                _ => t.entries.push(Entry::Assistant { text, calls: Vec::new() }),
+            }
         }
         Role::User => {
             let parts = match &m.content {

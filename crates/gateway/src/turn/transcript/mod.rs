@@ -7,7 +7,8 @@ mod searches;
 
 use content::{message, tool_output_content};
 use searches::{file_search_replay, web_search_replay};
-use protocol::input::{InputItem, ToolOutput};
+use protocol::input::{InputItem, Role, ToolOutput};
+use protocol::output::Phase;
 use protocol::ApiError;
 use std::collections::{HashMap, HashSet};
 
@@ -122,7 +123,7 @@ impl Transcript {
     /// Removes the unanswered calls `unanswered` (ids, in call order) when they all belong to
     /// server tools; otherwise removes nothing and returns the first that does not. One pass
     /// over the entries.
-    fn drop_server_calls<'a>(&mut self, unanswered: &[&'a str], droppable: &dyn Fn(&str, &str) -> bool) -> Option<&'a str> {
+    fn drop_server_calls<'a>(&mut self, unanswered: &[&'a str], is_server_tool: &dyn Fn(&str) -> bool) -> Option<&'a str> {
         let wanted: HashSet<&str> = unanswered.iter().copied().collect();
         let names: HashMap<&str, &str> = self
             .entries
@@ -134,7 +135,7 @@ impl Transcript {
             .filter(|c| wanted.contains(c.call_id.as_str()))
             .map(|c| (c.call_id.as_str(), c.name.as_str()))
             .collect();
-        if let Some(first) = unanswered.iter().find(|id| !names.get(*id).is_some_and(|name| droppable(id, name))) {
+        if let Some(first) = unanswered.iter().find(|id| !names.get(*id).is_some_and(|name| is_server_tool(name))) {
             return Some(first);
         }
         // A turn left with neither text nor calls goes too.
@@ -172,7 +173,9 @@ impl Transcript {
 /// call or repeats one, a call with no output (`No tool output found for function call …`),
 /// an unsupported `input_file`, an `item_reference` (needs a stored response). A replayed
 /// call of a server tool (`is_server_tool`) without its output — an older SDK drops
-/// `custom_tool_call_output` — or one replayed as `incomplete` is dropped instead. `base` is the
+/// `custom_tool_call_output` — is dropped instead, and one replayed as `incomplete` is left
+/// out. Consecutive assistant messages join into one (chat templates want turns to
+/// alternate): as written after a `commentary` one, else with a blank line. `base` is the
 /// stored transcript a continuation starts from; its unanswered calls may be answered here.
 /// `restored`: stored `(query, results)` of replayed `web_search_call` items, by item id.
 pub fn build(
@@ -195,9 +198,9 @@ pub fn build(
     // not: the gateway lists it right after its call, before the round's other calls.
     let mut after_output = matches!(t.entries.last(), Some(Entry::ToolResult { .. }));
     let mut server_calls: HashSet<&str> = HashSet::new();
-    // Calls replayed as `incomplete` (cut short by max_output_tokens or a failure): their
-    // arguments are partial and no client ran them; without an output they are dropped.
-    let mut incomplete: HashSet<&str> = HashSet::new();
+    // Whether the last message was the assistant's `commentary`: a message that follows at
+    // once continues the same model output (the gateway split it), and joins it as written.
+    let mut after_commentary = false;
     for (i, item) in items.iter().enumerate() {
         let param = format!("input[{i}]");
         if !matches!(item, InputItem::FunctionCallOutput(_) | InputItem::CustomToolCallOutput(_)) && !tool_images.is_empty() {
@@ -205,24 +208,23 @@ pub fn build(
         }
         match item {
             InputItem::Message(m) => {
-                message(m, &param, &mut system, &mut t)?;
+                message(m, &param, &mut system, &mut t, std::mem::take(&mut after_commentary))?;
+                after_commentary = m.role == Role::Assistant && m.phase == Some(Phase::Commentary);
                 after_output = false;
             }
+            // A call replayed as `incomplete` (cut short by max_output_tokens or a failure)
+            // has partial arguments and was never run: it is left out, as the stored turn
+            // leaves it out (an output for it then matches no call: 400).
+            InputItem::FunctionCall(c) if c.status.as_deref() == Some("incomplete") => {}
+            InputItem::CustomToolCall(c) if c.status.as_deref() == Some("incomplete") => {}
             InputItem::FunctionCall(_) | InputItem::CustomToolCall(_) => {
+                after_commentary = false;
                 let Some((call_id, call)) = replayed_call(item) else { continue };
                 if !new_call(&mut calls, stored_calls, call_id, &param)? {
                     continue;
                 }
                 if is_server_tool(&call.name) {
                     server_calls.insert(call_id);
-                }
-                let status = match item {
-                    InputItem::FunctionCall(c) => c.status.as_deref(),
-                    InputItem::CustomToolCall(c) => c.status.as_deref(),
-                    _ => None,
-                };
-                if status == Some("incomplete") {
-                    incomplete.insert(call_id);
                 }
                 t.push_call(call, std::mem::take(&mut after_output));
             }
@@ -271,7 +273,7 @@ pub fn build(
     }
     let unanswered: Vec<&str> = calls.ids.iter().filter(|(_, answered)| !answered).map(|(id, _)| id.as_str()).collect();
     if !unanswered.is_empty() {
-        if let Some(call_id) = t.drop_server_calls(&unanswered, &|id, name| is_server_tool(name) || incomplete.contains(id)) {
+        if let Some(call_id) = t.drop_server_calls(&unanswered, is_server_tool) {
             return Err(ApiError::invalid(
                 Some("input".to_string()),
                 format!("No tool output found for function call {call_id}."),

@@ -166,6 +166,11 @@ pub struct InputDecoder {
 }
 
 impl InputDecoder {
+    /// True while inside the `input` string: its opening quote was seen, its closing one not.
+    pub fn inside(&self) -> bool {
+        self.pos.is_some() && !self.done
+    }
+
     /// Feeds one arguments fragment; returns newly decoded input text (possibly empty).
     pub fn feed(&mut self, fragment: &str) -> String {
         self.buf.push_str(fragment);

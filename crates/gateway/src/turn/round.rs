@@ -12,7 +12,7 @@ use crate::events::citations::Source;
 use crate::events::emitter::Emitter;
 use crate::events::file_citations::{FileSources, MarkerFilter};
 use crate::events::ids::new_id;
-use crate::tools::custom::{input_from_arguments, InputDecoder};
+use crate::tools::custom::{arguments_from_input, input_from_arguments, InputDecoder};
 use crate::tools::{Owner, ToolKind, ToolSet};
 use crate::upstream::{FinishReason, UpstreamEvent};
 
@@ -145,8 +145,11 @@ impl Round {
                 if self.last || (self.single_call && another) {
                     return;
                 }
+                // A fragment of a call whose item is done (the closing of a native custom
+                // call's re-encoded input, which comes at the finish; or an upstream that
+                // interleaves calls) changes nothing: the call was whole when it closed.
                 if self.calls.iter().any(|c| c.index == index && c.closed) {
-                    tracing::warn!(index, "a fragment of a call whose item is done came after other output; ignored");
+                    tracing::debug!(index, "a fragment of a call whose item is done; ignored");
                     return;
                 }
                 self.close_reasoning(emitter, ItemStatus::Completed);
@@ -309,12 +312,24 @@ impl PendingCall {
         if !custom && self.arguments.trim().is_empty() {
             self.arguments.push_str("{}");
         }
-        let mut final_text = if custom { input_from_arguments(&self.arguments) } else { self.arguments.clone() };
         let streamed = emitter.call_text(idx);
+        let mut final_text = match &self.decoder {
+            // Still inside the `input` string (its closing comes later, or never): the input
+            // is what was decoded of it.
+            Some(d) if custom && d.inside() => streamed.clone(),
+            _ if custom => input_from_arguments(&self.arguments),
+            _ => self.arguments.clone(),
+        };
         match final_text.strip_prefix(&streamed) {
             Some("") => {}
             Some(rest) => emitter.call_delta(idx, rest.to_string()),
             None => final_text = streamed,
+        }
+        // The history holds what the client got: a custom call's arguments are re-encoded
+        // from its input (as a replayed `custom_tool_call` is), so they are JSON even when
+        // the model's were not, or were not closed yet.
+        if custom {
+            self.arguments = arguments_from_input(&final_text);
         }
         emitter.call_done(idx, final_text, ItemStatus::Completed);
         self.closed = true;

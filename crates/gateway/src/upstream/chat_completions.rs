@@ -421,13 +421,6 @@ pub fn parse_chunk(
     }
     if let Some(choice) = chunk.choice {
         let d = choice.delta;
-        // An open native custom call is whole once the model writes anything else.
-        let writes = [&d.reasoning_content, &d.reasoning, &d.content, &d.refusal].iter().any(|t| t.as_deref().is_some_and(|t| !t.is_empty()));
-        if writes {
-            for index in open_custom.drain(..) {
-                out.push_back(UpstreamEvent::ToolCall { index, id: None, name: None, arguments: Some("\"}".into()) });
-            }
-        }
         // Servers moving from `reasoning_content` to `reasoning` may send both: one is used.
         if let Some(text) = d.reasoning_content.filter(|t| !t.is_empty()).or(d.reasoning.filter(|t| !t.is_empty())) {
             out.push_back(UpstreamEvent::Reasoning(text.into_owned()));
@@ -439,16 +432,6 @@ pub fn parse_chunk(
             out.push_back(UpstreamEvent::Refusal(text.into_owned()));
         }
         for tc in d.tool_calls.unwrap_or_default() {
-            // Calls stream one after another: a native custom call whose input is still
-            // open is whole once another call begins (its item is done then).
-            let mut closing = Vec::new();
-            open_custom.retain(|&i| i == tc.index || {
-                closing.push(i);
-                false
-            });
-            for index in closing {
-                out.push_back(UpstreamEvent::ToolCall { index, id: None, name: None, arguments: Some("\"}".into()) });
-            }
             let (name, arguments) = match (tc.function, tc.custom) {
                 (Some(f), _) => (f.name.map(Cow::into_owned), f.arguments.map(Cow::into_owned)),
                 // A native custom call's raw input is re-encoded as the function form's
@@ -535,40 +518,6 @@ mod tests {
             ("model missing", ""),
         ] {
             assert!(!names_the_model(message, model), "{message} / {model}");
-        }
-    }
-}
-
-#[cfg(test)]
-mod custom_call_tests {
-    use std::collections::VecDeque;
-
-    use super::{parse_chunk, UpstreamEvent};
-
-    /// A native custom call is whole once anything else begins, another call or text: its
-    /// re-encoded arguments close right then, before what follows (the round closes the
-    /// call's item at that point, and a later closing would be lost).
-    #[test]
-    fn an_open_native_custom_call_closes_before_what_follows() {
-        let custom = r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"type":"custom","custom":{"name":"sh","input":"ls"}}]}}]}"#;
-        for next in [
-            r#"{"choices":[{"index":0,"delta":{"content":"After"}}]}"#,
-            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"name":"f","arguments":"{}"}}]}}]}"#,
-        ] {
-            let (mut out, mut finished, mut open) = (VecDeque::new(), false, Vec::new());
-            parse_chunk(custom, &mut out, &mut finished, &mut open).unwrap();
-            parse_chunk(next, &mut out, &mut finished, &mut open).unwrap();
-            let args: String = out
-                .iter()
-                .filter_map(|e| match e {
-                    UpstreamEvent::ToolCall { index: 0, arguments, .. } => arguments.clone(),
-                    _ => None,
-                })
-                .collect();
-            assert_eq!(args, r#"{"input":"ls"}"#, "{next}");
-            let closing = out.iter().position(|e| matches!(e, UpstreamEvent::ToolCall { index: 0, arguments: Some(a), .. } if a == "\"}")).unwrap();
-            assert_eq!(closing, 1, "closed before what follows: {out:?}");
-            assert!(open.is_empty());
         }
     }
 }

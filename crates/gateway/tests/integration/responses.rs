@@ -562,3 +562,20 @@ async fn input_is_optional_when_there_is_something_for_the_model() {
     let e = error_of(&body);
     assert_eq!((e["param"].as_str(), e["code"].as_str()), (Some("input"), Some("invalid_value")));
 }
+
+/// Chat templates want user and assistant turns to alternate: an input that ends with an
+/// assistant message is continued by the model's answer as one assistant turn, in the
+/// stored history too.
+#[tokio::test]
+async fn assistant_turns_never_follow_one_another_upstream() {
+    let h = Harness::start().await;
+    h.upstream.push(Script::text(&["R1"]));
+    let input = json!([{"role":"user","content":"hi"},{"role":"assistant","content":"A"},{"role":"assistant","content":"B"}]);
+    let (status, first) = h.post(json!({"model":"m","input":input})).await;
+    assert_eq!(status, 200, "{first}");
+    h.upstream.push(Script::text(&["R2"]));
+    let (status, body) = h.post(json!({"model":"m","input":"next","previous_response_id":first["id"]})).await;
+    assert_eq!(status, 200, "{body}");
+    let sent = h.upstream.requests().pop().unwrap().body["messages"].clone();
+    assert_eq!(sent, json!([{"role":"user","content":"hi"},{"role":"assistant","content":"A\n\nB\n\nR1"},{"role":"user","content":"next"}]));
+}

@@ -102,8 +102,20 @@ impl Transcript {
             .collect()
     }
 
-    /// Appends an assistant turn.
-    pub fn push_assistant(&mut self, text: String, calls: Vec<Call>) {
+    /// Appends an assistant turn, or continues the last one when it is text only.
+    pub fn push_assistant(&mut self, text: String, mut calls: Vec<Call>) {
+        // Right after assistant text (an input that ended with assistant messages), the
+        // model's turn continues it: one assistant turn, as chat templates want.
+        if let Some(Entry::Assistant { text: earlier, calls: none }) = self.entries.last_mut() {
+            if none.is_empty() {
+                if !earlier.is_empty() && !text.is_empty() {
+                    earlier.push_str("\n\n");
+                }
+                earlier.push_str(&text);
+                none.append(&mut calls);
+                return;
+            }
+        }
         self.entries.push(Entry::Assistant { text, calls });
     }
 

@@ -313,13 +313,7 @@ impl PendingCall {
             self.arguments.push_str("{}");
         }
         let streamed = emitter.call_text(idx);
-        let mut final_text = match &self.decoder {
-            // Still inside the `input` string (its closing comes later, or never): the input
-            // is what was decoded of it.
-            Some(d) if custom && d.inside() => streamed.clone(),
-            _ if custom => input_from_arguments(&self.arguments),
-            _ => self.arguments.clone(),
-        };
+        let mut final_text = self.final_text(custom, emitter);
         match final_text.strip_prefix(&streamed) {
             Some("") => {}
             Some(rest) => emitter.call_delta(idx, rest.to_string()),
@@ -333,6 +327,17 @@ impl PendingCall {
         }
         emitter.call_done(idx, final_text, ItemStatus::Completed);
         self.closed = true;
+    }
+
+    /// What the call's item ends with: a function's arguments; a custom call's `input`
+    /// (see [`input_from_arguments`]), or, while still inside the `input` string (its closing
+    /// comes later, or never), what was decoded of it.
+    pub fn final_text(&self, custom: bool, emitter: &Emitter) -> String {
+        match &self.decoder {
+            Some(d) if custom && d.inside() => self.output_index.map(|i| emitter.call_text(i)).unwrap_or_default(),
+            _ if custom => input_from_arguments(&self.arguments),
+            _ => self.arguments.clone(),
+        }
     }
 
     fn stream_piece(&mut self, idx: usize, piece: String, emitter: &mut Emitter) {

@@ -15,6 +15,7 @@ use crate::events::file_citations::FileSources;
 use crate::executors::file_search::VectorStoreBackend;
 use std::sync::Arc;
 use crate::executors::Registry;
+use crate::tools::custom::arguments_from_input;
 use crate::tools::{Owner, ToolChoice, ToolEntry, ToolKind};
 use serde_json::Value;
 use crate::turn::execute::{self, Exec, GatewayCall, ToolResult};
@@ -148,6 +149,11 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
             call.ensure_id();
             if call.arguments.trim().is_empty() && offered.lookup(&call.name).is_some_and(|e| e.kind == ToolKind::Function) {
                 call.arguments.push_str("{}");
+            }
+            // The history holds what the client gets: a client custom call's arguments are
+            // re-encoded from its input (JSON whatever the model wrote; as a replay has them).
+            if !call.closed && offered.lookup(&call.name).is_some_and(|e| e.owner == Owner::Client && e.kind.is_custom()) {
+                call.arguments = arguments_from_input(&call.final_text(true, emitter));
             }
             transcript_calls.push(Call { call_id: call.call_id.clone(), name: call.name.clone(), arguments: call.arguments.clone() });
             let reject = |content: String| ToolResult { call_id: call.call_id.clone(), content };

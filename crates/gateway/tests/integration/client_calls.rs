@@ -138,6 +138,19 @@ async fn native_custom_calls_followed_by_other_calls_stay_whole() {
     let calls = sent["messages"].as_array().unwrap().iter().find(|m| m["role"] == "assistant").unwrap()["tool_calls"].clone();
     let args: Vec<Value> = calls.as_array().unwrap().iter().map(|c| serde_json::from_str(c["function"]["arguments"].as_str().unwrap()).expect("JSON arguments")).collect();
     assert_eq!(args, [json!({"input":"ls -la"}), json!({"input":""}), json!({})]);
+
+    // A custom call that ends its round, with arguments that are not JSON: the stored
+    // history holds `{"input": …}` too.
+    h.upstream.push(Script::tool_call("run_sh", "plain text not json"));
+    let (status, first) = h.post(json!({"model":"m","input":"go","tools":tools})).await;
+    assert_eq!((status, first["output"][0]["input"].as_str()), (200, Some("plain text not json")), "{first}");
+    let answer = json!([{"type":"custom_tool_call_output","call_id":first["output"][0]["call_id"],"output":"ok"}]);
+    h.upstream.push(Script::text(&["Done."]));
+    let (status, body) = h.post(json!({"model":"m","input":answer,"tools":tools,"previous_response_id":first["id"]})).await;
+    assert_eq!(status, 200, "{body}");
+    let sent = h.upstream.requests().pop().unwrap().body;
+    let call = &sent["messages"].as_array().unwrap().iter().find(|m| m["role"] == "assistant").unwrap()["tool_calls"][0];
+    assert_eq!(call["function"]["arguments"], r#"{"input":"plain text not json"}"#);
 }
 
 /// A round cut by `max_output_tokens` after one whole call: that call is `completed` (the

@@ -25,7 +25,7 @@ pub struct PendingCall {
     pub arguments: String,
     /// Set once a client-owned call has been added to the output (its deltas stream).
     pub output_index: Option<usize>,
-    /// Set once that item is done (a later call began, or the round ended).
+    /// Set once that item is done (the model went on to something else, or the round ended).
     pub closed: bool,
     decoder: Option<InputDecoder>,
 }

@@ -66,18 +66,8 @@ impl Round {
         match ev {
             UpstreamEvent::Reasoning(delta) => {
                 self.close_streamed_calls(tools, emitter);
-                if self.message.is_some() {
-                    let text = self.close_open_message(emitter, Phase::Commentary, ItemStatus::Completed, sources);
-                    self.earlier_text.push_str(&text);
-                }
-                let idx = match self.reasoning {
-                    Some(i) => i,
-                    None => {
-                        let i = emitter.reasoning_start();
-                        self.reasoning = Some(i);
-                        i
-                    }
-                };
+                self.end_message_early(emitter, sources);
+                let idx = *self.reasoning.get_or_insert_with(|| emitter.reasoning_start());
                 emitter.reasoning_delta(idx, delta);
             }
             UpstreamEvent::Text(mut delta) => {
@@ -127,17 +117,9 @@ impl Round {
                 // A refusal after text is a message of its own: the text's is done first
                 // (`commentary`), so parts, like items, never overlap.
                 if self.message.is_some_and(|i| !emitter.message_refuses(i)) {
-                    let text = self.close_open_message(emitter, Phase::Commentary, ItemStatus::Completed, sources);
-                    self.earlier_text.push_str(&text);
+                    self.end_message_early(emitter, sources);
                 }
-                let idx = match self.message {
-                    Some(i) => i,
-                    None => {
-                        let i = emitter.refusal_message_start();
-                        self.message = Some(i);
-                        i
-                    }
-                };
+                let idx = *self.message.get_or_insert_with(|| emitter.refusal_message_start());
                 emitter.refusal_delta(idx, delta);
             }
             UpstreamEvent::ToolCall { index, id, name, arguments } => {
@@ -155,10 +137,7 @@ impl Round {
                 self.close_reasoning(emitter, ItemStatus::Completed);
                 // A round that makes calls is work in progress: its text is done
                 // (`commentary`) before the first call's item is added.
-                if self.message.is_some() {
-                    let text = self.close_open_message(emitter, Phase::Commentary, ItemStatus::Completed, sources);
-                    self.earlier_text.push_str(&text);
-                }
+                self.end_message_early(emitter, sources);
                 let pos = match self.calls.iter().position(|c| c.index == index) {
                     Some(p) => p,
                     None => {
@@ -224,6 +203,13 @@ impl Round {
         } else {
             std::mem::take(&mut self.earlier_text) + &text
         }
+    }
+
+    /// Closes the open message (if any) as `commentary` because the model went on to
+    /// something else in this round; its text joins the round's earlier text.
+    fn end_message_early(&mut self, emitter: &mut Emitter, sources: &[Source]) {
+        let text = self.close_open_message(emitter, Phase::Commentary, ItemStatus::Completed, sources);
+        self.earlier_text.push_str(&text);
     }
 
     /// Closes the open message (if any) with `phase` and `status`; returns its text.

@@ -8,7 +8,7 @@
 //!   one transaction with the response row) — as latency p50/p99 (ms) and process CPU per
 //!   turn (ms, from /proc/self/stat: the gateway's threads incl. SQLite's, not the
 //!   PostgreSQL server's);
-//! - chain rebuild: `turn::state::prepare` of turn 21 with `previous_response_id` = turn 20
+//! - chain rebuild: `turn::prepare` of turn 21 with `previous_response_id` = turn 20
 //!   (parse, load the one stored transcript, build the upstream transcript), p50/p99 (ms).
 //!
 //! PostgreSQL: a database created (and dropped) on `$RESPONSES_GATEWAY_TEST_POSTGRES_URL`
@@ -23,8 +23,8 @@ use responses_gateway::executors::Registry;
 use responses_gateway::store::sql::{SqlStore, Target};
 use responses_gateway::store::{Store, StoreConfig};
 use responses_gateway::turn::persist::{self, Persist};
-use responses_gateway::turn::state::{self, Context};
-use responses_gateway::turn::transcript::{Entry, Transcript, UserPart};
+use responses_gateway::turn::{self as state, Context};
+use responses_gateway::transcript::{Entry, Transcript, UserPart};
 use responses_gateway::turn::{parse_request, Outcome};
 use serde_json::json;
 use sqlx::Connection;
@@ -131,7 +131,8 @@ async fn bench(name: &str, store: SqlStore, turns: usize) {
         previous = Some(id);
     }
     let registry = Arc::new(Registry::default());
-    let ctx = Context { models: None, reject_unknown: false, registry: &registry, store: &store, lease_ttl_ms: 30_000 };
+    let caps = Default::default();
+    let ctx = Context { models: None, reject_unknown: false, registry: &registry, caps: &caps, store: &store, lease_ttl_ms: 30_000 };
     let body = json!({"model":"m","previous_response_id": previous, "input": "And a fourth point?", "store": false}).to_string();
     let mut lat = Vec::new();
     for i in 0..500 {
@@ -145,7 +146,7 @@ async fn bench(name: &str, store: SqlStore, turns: usize) {
         }
     }
     lat.sort_by(f64::total_cmp);
-    println!("{name:8} 20-turn chain rebuild (turn::state::prepare): p50 {:.3} ms, p99 {:.3} ms", pct(&lat, 0.5), pct(&lat, 0.99));
+    println!("{name:8} 20-turn chain rebuild (turn::prepare): p50 {:.3} ms, p99 {:.3} ms", pct(&lat, 0.5), pct(&lat, 0.99));
 }
 
 #[tokio::main(flavor = "current_thread")]

@@ -1,41 +1,73 @@
-//! Errors that become HTTP answers in the OpenAI shape (contract §9).
+//! The core's error: an OpenAI error object (contract §9) and what kind of failure it is.
+//! Only `http/` maps a kind to an HTTP status (`http::error`); the core names no status.
 
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use protocol::{ApiError, ErrorBody};
+use protocol::ApiError;
 
-/// An HTTP status plus the OpenAI error object.
+/// What kind of failure an error is; `http::error::status` maps each to one HTTP status
+/// (the number in brackets).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The request is invalid (400).
+    BadRequest,
+    /// The named resource does not exist (404).
+    NotFound,
+    /// The method is not served on this path (405).
+    MethodNotAllowed,
+    /// The request body stopped arriving (408).
+    RequestTimeout,
+    /// Another turn holds the resource (409).
+    Conflict,
+    /// The request body is over a limit (413).
+    PayloadTooLarge,
+    /// The upstream's rate limit (429).
+    RateLimited,
+    /// The gateway failed (500).
+    Internal,
+    /// The upstream failed or answered something unusable (502).
+    BadGateway,
+    /// A dependency (the store) is unavailable (503).
+    Unavailable,
+    /// The upstream sent nothing in time (504).
+    GatewayTimeout,
+}
+
+/// A failure of the core, answered in the OpenAI error shape.
 #[derive(Debug, Clone)]
-pub struct HttpError {
-    pub status: StatusCode,
+pub struct GatewayError {
+    pub kind: ErrorKind,
     pub error: ApiError,
 }
 
-impl HttpError {
-    /// 400 `invalid_request_error` naming `param`.
-    pub fn bad_request(param: impl Into<Option<String>>, message: impl Into<String>) -> Self {
-        HttpError { status: StatusCode::BAD_REQUEST, error: ApiError::invalid(param, message) }
+impl GatewayError {
+    /// Any kind with its error object.
+    pub fn new(kind: ErrorKind, error: ApiError) -> Self {
+        GatewayError { kind, error }
     }
 
-    /// 404 `invalid_request_error` with `code`.
+    /// `invalid_request_error` naming `param` (400).
+    pub fn bad_request(param: impl Into<Option<String>>, message: impl Into<String>) -> Self {
+        GatewayError { kind: ErrorKind::BadRequest, error: ApiError::invalid(param, message) }
+    }
+
+    /// `invalid_request_error` with `code` (404).
     pub fn not_found(param: Option<&str>, message: impl Into<String>, code: &str) -> Self {
-        HttpError {
-            status: StatusCode::NOT_FOUND,
+        GatewayError {
+            kind: ErrorKind::NotFound,
             error: ApiError::invalid(param.map(str::to_string), message).with_code(code),
+        }
+    }
+
+    /// `server_error` of `kind` with `code`; `message` must already be free of credentials.
+    pub fn server(kind: ErrorKind, message: impl Into<String>, code: Option<&str>) -> Self {
+        GatewayError {
+            kind,
+            error: ApiError { message: message.into(), kind: "server_error".into(), param: None, code: code.map(str::to_string) },
         }
     }
 
     /// 502 `server_error` for upstream failures (message already free of credentials).
     pub fn bad_gateway(message: impl Into<String>, code: &str) -> Self {
-        HttpError {
-            status: StatusCode::BAD_GATEWAY,
-            error: ApiError {
-                message: message.into(),
-                kind: "server_error".into(),
-                param: None,
-                code: Some(code.into()),
-            },
-        }
+        GatewayError::server(ErrorKind::BadGateway, message, Some(code))
     }
 
     /// Sets `code`.
@@ -45,15 +77,10 @@ impl HttpError {
     }
 }
 
-impl From<ApiError> for HttpError {
+impl From<ApiError> for GatewayError {
+    /// A validation error (400).
     fn from(error: ApiError) -> Self {
-        HttpError { status: StatusCode::BAD_REQUEST, error }
-    }
-}
-
-impl IntoResponse for HttpError {
-    fn into_response(self) -> Response {
-        (self.status, axum::Json(ErrorBody { error: self.error })).into_response()
+        GatewayError { kind: ErrorKind::BadRequest, error }
     }
 }
 

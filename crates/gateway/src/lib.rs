@@ -2,12 +2,14 @@
 //! See `DESIGN.md` (shared) for the ownership model and pipeline.
 
 pub mod config;
+pub mod crypto;
 pub mod error;
 pub mod events;
 pub mod executors;
 pub mod http;
 pub mod store;
 pub mod tools;
+pub mod transcript;
 pub mod turn;
 pub mod upstream;
 
@@ -18,9 +20,7 @@ use tokio::net::TcpListener;
 pub use config::Config;
 
 /// Installs the rustls crypto provider (ring) once; reqwest is built without a default.
-pub fn install_crypto() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-}
+pub use crypto::install as install_crypto;
 
 /// Serves on an already-bound listener until `shutdown` resolves. Logs "listening on
 /// http://ADDR" once the state (store included) is ready; a store that cannot be opened is
@@ -30,7 +30,7 @@ pub async fn serve_on(
     config: &Config,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    install_crypto();
+    crypto::install();
     let state = Arc::new(http::AppState::from_config(config).await?);
     let addr = listener.local_addr()?;
     tracing::info!(%addr, data_dir = %config.data_dir().display(), store = ?config.store.backend, "listening on http://{addr}");

@@ -8,9 +8,8 @@ use protocol::response::{IncompleteDetails, ResponseError, ResponseStatus, Usage
 use protocol::Response;
 
 use super::ids::new_id;
-use super::sink::DeltaKind;
-pub use super::sink::Sink;
-use crate::turn::transcript::PROGRESS_ID_PREFIX;
+use super::sink::{DeltaKind, EventSink};
+use super::ids::PROGRESS_ID_PREFIX;
 use super::Accumulator;
 
 /// How a turn ended.
@@ -27,22 +26,37 @@ pub enum Terminal {
 }
 
 
+/// `response.error.code` of a failed Response for a failure's `code` (the one on the `error`
+/// event), one of the codes the SDK's `ResponseError` allows: `invalid_prompt` for the
+/// upstream's refusal of the request (clients such as Codex CLI do not retry it),
+/// `rate_limit_exceeded`, else `server_error`.
+pub fn response_error_code(code: &str) -> &'static str {
+    match code {
+        "upstream_rejected_request" | "context_length_exceeded" | "model_not_found" => "invalid_prompt",
+        "rate_limit_exceeded" => "rate_limit_exceeded",
+        _ => "server_error",
+    }
+}
+
 /// Emits events for one response.
 #[derive(Debug)]
 pub struct Emitter {
     seq: u64,
-    sink: Option<Sink>,
+    sink: Option<Box<dyn EventSink>>,
     pub(super) acc: Accumulator,
     /// Set by [`Emitter::hold_terminal`]: the terminal event waits for the store's commit.
     hold: bool,
     /// The held terminal event's name; its Response is the folded one.
     held: Option<&'static str>,
+    /// The sink was told of the first delta.
+    first_delta_sent: bool,
 }
 
 impl Emitter {
-    /// `base` is the echo of the request (status `in_progress`, empty output).
-    pub fn new(base: Response, sink: Option<Sink>) -> Self {
-        Emitter { seq: 0, sink, acc: Accumulator::new(base), hold: false, held: None }
+    /// `base` is the echo of the request (status `in_progress`, empty output); `sink` gets
+    /// each event as it is produced (none: the fold alone, for a non-streamed answer).
+    pub fn new(base: Response, sink: Option<Box<dyn EventSink>>) -> Self {
+        Emitter { seq: 0, sink, acc: Accumulator::new(base), hold: false, held: None, first_delta_sent: false }
     }
 
     /// Holds the terminal event back: [`Emitter::finish`] folds it (and returns the final
@@ -81,12 +95,12 @@ impl Emitter {
 
     /// True when streaming to a client that has disconnected.
     pub fn client_gone(&self) -> bool {
-        self.sink.as_ref().is_some_and(Sink::is_closed)
+        self.sink.as_ref().is_some_and(|s| s.is_closed())
     }
 
     pub(super) fn emit(&mut self, kind: EventKind) {
         if let Some(sink) = &mut self.sink {
-            sink.event_frame(&kind, self.seq);
+            sink.event(&kind, self.seq);
         }
         self.seq += 1;
         self.acc.fold(kind);
@@ -103,13 +117,10 @@ impl Emitter {
             self.seq += 2;
             return;
         }
-        // Both events carry the same Response: it is encoded once (as the generic encoder
-        // would, see the test) and the fold is a no-op (the Response is unchanged).
+        // Both events carry the same Response, and their fold is a no-op (the Response is
+        // unchanged).
         if let Some(sink) = &mut self.sink {
-            if let Ok(response) = serde_json::to_vec(&self.acc.response) {
-                sink.response_frame("response.created", &response, self.seq);
-                sink.response_frame("response.in_progress", &response, self.seq + 1);
-            }
+            sink.started(&self.acc.response, self.seq);
         }
         self.seq += 2;
     }
@@ -145,7 +156,13 @@ impl Emitter {
             _ => None,
         };
         match (id, &mut self.sink) {
-            (Some(id), Some(sink)) => sink.delta_frame(kind, id, output_index, &delta, self.seq),
+            (Some(id), Some(sink)) => {
+                sink.content_delta(kind, id, output_index, &delta, self.seq);
+                if !self.first_delta_sent {
+                    self.first_delta_sent = true;
+                    sink.first_delta();
+                }
+            }
             (None, Some(_)) => return,
             _ => {}
         }
@@ -239,8 +256,9 @@ impl Emitter {
             _ => return,
         };
         self.emit(kind);
-        if let Some(sink) = &mut self.sink {
-            sink.flush_first_delta();
+        if let Some(sink) = self.sink.as_mut().filter(|_| !self.first_delta_sent) {
+            self.first_delta_sent = true;
+            sink.first_delta();
         }
     }
 
@@ -325,11 +343,11 @@ impl Emitter {
             }
             Terminal::Failed { code, message } => {
                 // The specific code is on the `error` event; `response.error.code` must be
-                // one of the SDK's fixed codes (`UpstreamError::response_code`). Usage is
+                // one of the SDK's fixed codes ([`response_error_code`]). Usage is
                 // null on a failed response (contract §8.4 g).
                 r.status = ResponseStatus::Failed;
                 r.usage = None;
-                let code = crate::upstream::UpstreamError::response_code(&code).to_string();
+                let code = response_error_code(&code).to_string();
                 r.error = Some(ResponseError { code, message });
                 "response.failed"
             }
@@ -344,12 +362,10 @@ impl Emitter {
         std::mem::take(&mut self.acc.response)
     }
 
-    /// Sends the terminal event `name` with the folded Response (encoded only for a sink).
+    /// Sends the terminal event `name` with the folded Response.
     fn terminal_frame(&mut self, name: &'static str) {
         if let Some(sink) = &mut self.sink {
-            if let Ok(response) = serde_json::to_vec(&self.acc.response) {
-                sink.response_frame(name, &response, self.seq);
-            }
+            sink.terminal(name, &self.acc.response, self.seq);
         }
         self.seq += 1;
     }
@@ -389,120 +405,4 @@ pub fn now_secs() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0)
-}
-
-#[cfg(test)]
-mod tests {
-    /// The generic encoding of an event (`sink::frame`), which every fast path must equal.
-    fn generic(kind: &EventKind, seq: u64) -> String {
-        String::from_utf8(crate::events::sink::frame(kind, seq).expect("frame")).expect("utf8")
-    }
-
-    use super::*;
-    use protocol::request::TextConfig;
-
-    fn base() -> Response {
-        serde_json::from_value(serde_json::json!({
-            "id": "resp_1", "object": "response", "created_at": 1, "status": "in_progress", "background": false,
-            "completed_at": null, "error": null, "incomplete_details": null, "instructions": null,
-            "max_output_tokens": null, "max_tool_calls": null, "model": "m", "output": [], "parallel_tool_calls": true,
-            "previous_response_id": null, "prompt_cache_key": null, "prompt_cache_retention": null, "reasoning": null,
-            "safety_identifier": null, "service_tier": "default", "store": false, "temperature": 1.0,
-            "text": TextConfig::default(), "tool_choice": "auto", "tools": [], "top_logprobs": 0, "top_p": 1.0,
-            "truncation": "disabled", "usage": null, "user": null, "metadata": {}, "frequency_penalty": 0.0, "presence_penalty": 0.0
-        }))
-        .expect("base response")
-    }
-
-    /// The hand-written `response.created` / `response.in_progress` frames are byte-for-byte
-    /// the generic encoding.
-    #[test]
-    fn start_frames_match_the_generic_encoder() {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let mut e = Emitter::new(base(), Some(Sink::new(tx)));
-        e.start();
-        e.start();
-        let frames: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
-        assert_eq!(frames.len(), 2, "start sends its two events once");
-        let response = Box::new(base());
-        for (i, kind) in [EventKind::Created { response: response.clone() }, EventKind::InProgress { response }].into_iter().enumerate() {
-            let want = generic(&kind, i as u64);
-            assert_eq!(String::from_utf8_lossy(&frames[i]), want);
-        }
-        assert_eq!(e.response(), &base());
-    }
-
-    /// The terminal frame (sent at once, or held until released) is byte-for-byte the
-    /// generic encoding of the event carrying the returned Response.
-    #[test]
-    fn terminal_frames_match_the_generic_encoder() {
-        for hold in [false, true] {
-            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-            let mut e = Emitter::new(base(), Some(Sink::new(tx)));
-            e.start();
-            if hold {
-                e.hold_terminal();
-            }
-            let usage = Usage { input_tokens: 3, output_tokens: 4, total_tokens: 7, ..Usage::default() };
-            let r = e.finish(Terminal::Incomplete("max_output_tokens".into()), usage);
-            assert_eq!(r.status, ResponseStatus::Incomplete);
-            let mut frames: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
-            assert_eq!(frames.len(), if hold { 2 } else { 3 }, "held until released");
-            if hold {
-                e.release_terminal();
-                frames.extend(std::iter::from_fn(|| rx.try_recv().ok()));
-            }
-            let kind = EventKind::Incomplete { response: Box::new(r.clone()) };
-            assert_eq!(String::from_utf8_lossy(&frames[2]), generic(&kind, 2));
-            if hold {
-                assert_eq!(e.response(), &r, "a held terminal keeps the Response for a failed commit");
-            }
-        }
-    }
-
-    /// The hand-written text-delta frame is byte-for-byte the generic encoding.
-    #[test]
-    fn reasoning_delta_fast_path_matches_the_generic_encoder() {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let mut e = Emitter::new(base(), Some(Sink::new(tx)));
-        e.start();
-        let idx = e.reasoning_start();
-        let delta = "thínk \"q\" \\ \n\u{7}🙂".to_string();
-        e.reasoning_delta(idx, delta.clone());
-        let frames: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok()).filter(|f| !f.is_empty()).collect();
-        let item_id = e.item_id(idx);
-        let kind = EventKind::ReasoningTextDelta { item_id, output_index: idx, content_index: 0, delta: delta.clone() };
-        assert_eq!(String::from_utf8_lossy(frames.last().expect("frame")), generic(&kind, 4));
-        e.reasoning_done(idx, ItemStatus::Completed);
-        let Some(OutputItem::Reasoning { content, .. }) = e.acc.item(idx) else { panic!("reasoning item") };
-        assert_eq!(content, &vec![OutputContent::ReasoningText { text: delta }], "folded like the event");
-    }
-
-    #[test]
-    fn text_delta_fast_path_matches_the_generic_encoder() {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let mut e = Emitter::new(base(), Some(Sink::new(tx)));
-        e.start();
-        let idx = e.message_start();
-        let delta = "héllo \"quoted\" \\ \n\u{1}😀".to_string();
-        e.text_delta(idx, delta.clone());
-        let mut frames = Vec::new();
-        while let Ok(f) = rx.try_recv() {
-            frames.push(f);
-        }
-        // The first delta is followed by the empty "write now" mark for the SSE body.
-        assert_eq!(frames.last().map(|f| f.is_empty()), Some(true), "flush mark after the first delta");
-        frames.pop();
-        let got = frames.last().expect("frame").clone();
-        let item_id = e.item_id(idx);
-        let kind = EventKind::OutputTextDelta { item_id, output_index: idx, content_index: 0, delta: delta.clone(), logprobs: Vec::new() };
-        let want = generic(&kind, 4);
-        assert_eq!(String::from_utf8_lossy(&got), want);
-        assert_eq!(e.message_text(idx), delta, "folded like the event");
-        // Only the first delta asks for a write at once.
-        e.text_delta(idx, "more".into());
-        let rest: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
-        assert_eq!(rest.len(), 1);
-        assert!(!rest[0].is_empty());
-    }
 }

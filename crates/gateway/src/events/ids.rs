@@ -5,3 +5,7 @@
 pub fn new_id(prefix: &str) -> String {
     format!("{prefix}_{:032x}", rand::random::<u128>())
 }
+
+/// Id prefix of progress (commentary) messages that exist only in streams; a replayed
+/// message with this prefix is dropped.
+pub const PROGRESS_ID_PREFIX: &str = "msg_progress_";

@@ -12,4 +12,5 @@ pub mod sink;
 pub mod tool_items;
 
 pub use accumulator::Accumulator;
-pub use emitter::{Emitter, Sink};
+pub use emitter::Emitter;
+pub use sink::{EventSink, Recorder};

@@ -9,13 +9,7 @@ mod build_info {
     include!(concat!(env!("OUT_DIR"), "/built.rs"));
 }
 
-/// The gateway's own component name.
-pub const SELF_NAME: &str = "responses-gateway";
-
-/// Default allowlist: the gateway itself and its main runtime crates.
-pub fn default_allow() -> Vec<String> {
-    [SELF_NAME, "tokio", "axum", "reqwest", "hyper", "serde"].iter().map(|s| s.to_string()).collect()
-}
+pub use crate::config::{default_allow, SELF_NAME};
 
 /// `package_version`: input names one component; output is its installed version.
 #[derive(Debug, Clone)]

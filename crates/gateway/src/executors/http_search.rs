@@ -39,7 +39,7 @@ impl HttpSearch {
     /// `url` is the whole endpoint; `api_key` is sent as a Bearer token; `timeout` bounds
     /// the whole request.
     pub fn new(url: &str, api_key: Option<String>, timeout: Duration) -> anyhow::Result<Self> {
-        crate::install_crypto();
+        crate::crypto::install();
         let url = reqwest::Url::parse(url).map_err(|e| anyhow::anyhow!("web_search.http.url is not a valid URL: {e}"))?;
         if !matches!(url.scheme(), "http" | "https") {
             anyhow::bail!("web_search.http.url must be http or https");

@@ -45,14 +45,11 @@ pub struct Registry {
     pub web_search: Result<Arc<dyn SearchBackend>, String>,
     /// Which executor serves each vector store (`[file_search]`).
     pub file_search: file_search::FileSearchRouter,
-    /// `upstream.native_tools`: tool types the upstream takes in their native Chat
-    /// Completions form (handlers offer it; the ToolSet keeps it only for these).
-    pub native_tools: Vec<String>,
 }
 
 impl Default for Registry {
     fn default() -> Self {
-        Registry { tools: BTreeMap::new(), web_search: Err(NO_WEB_SEARCH.to_string()), file_search: Default::default(), native_tools: Vec::new() }
+        Registry { tools: BTreeMap::new(), web_search: Err(NO_WEB_SEARCH.to_string()), file_search: Default::default() }
     }
 }
 
@@ -87,7 +84,6 @@ impl Registry {
         let mut r = Registry {
             web_search: web_search_backend(&config.web_search),
             file_search: file_search::FileSearchRouter::from_config(&config.file_search, embedded),
-            native_tools: config.upstream.native_tools.clone(),
             ..Registry::default()
         };
         if let Err(why) = &r.web_search {

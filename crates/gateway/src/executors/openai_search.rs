@@ -23,7 +23,7 @@ pub struct OpenAiSearch {
 impl OpenAiSearch {
     /// `base` is the OpenAI base URL including `/v1`; `model` the search-capable model.
     pub fn new(base: &str, api_key: Option<String>, model: String, timeout: Duration) -> anyhow::Result<Self> {
-        crate::install_crypto();
+        crate::crypto::install();
         let parsed = reqwest::Url::parse(base).map_err(|e| anyhow::anyhow!("web_search.openai.url is not a valid URL: {e}"))?;
         if !matches!(parsed.scheme(), "http" | "https") {
             anyhow::bail!("web_search.openai.url must be http or https");

@@ -52,7 +52,7 @@ struct Content {
 impl RemoteVectorStore {
     /// `url` is the base URL including `/v1`; `timeout` bounds each request.
     pub fn new(url: &str, api_key: Option<String>, key_env: Option<String>, timeout: Duration) -> anyhow::Result<Self> {
-        crate::install_crypto();
+        crate::crypto::install();
         let parsed = reqwest::Url::parse(url).map_err(|e| anyhow::anyhow!("url is not a valid URL: {e}"))?;
         if !matches!(parsed.scheme(), "http" | "https") {
             anyhow::bail!("url must be http or https");

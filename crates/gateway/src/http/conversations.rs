@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 use super::{json_body, list};
 use super::AppState;
-use crate::error::HttpError;
+use crate::error::GatewayError;
 use crate::events::emitter::now_secs;
 use crate::events::ids::new_id;
 use crate::store::{items, Conversation, Lookup, NewConversation};
@@ -37,9 +37,9 @@ fn render(c: &Conversation) -> Value {
     json!({"id": c.id, "object": "conversation", "created_at": c.created_at, "metadata": c.metadata})
 }
 
-fn check_metadata(md: &BTreeMap<String, String>) -> Result<(), HttpError> {
+fn check_metadata(md: &BTreeMap<String, String>) -> Result<(), GatewayError> {
     if md.len() > 16 || md.iter().any(|(k, v)| k.chars().count() > 64 || v.chars().count() > 512) {
-        return Err(HttpError::bad_request(
+        return Err(GatewayError::bad_request(
             Some("metadata".to_string()),
             "Invalid 'metadata': at most 16 pairs, keys up to 64 and values up to 512 characters.",
         )
@@ -50,9 +50,9 @@ fn check_metadata(md: &BTreeMap<String, String>) -> Result<(), HttpError> {
 
 /// Validates items (at most 20, each a known input item shape, ids unique) and gives
 /// them their resource shape.
-fn check_items(given: Vec<Value>) -> Result<Vec<Value>, HttpError> {
+fn check_items(given: Vec<Value>) -> Result<Vec<Value>, GatewayError> {
     if given.len() > MAX_ITEMS {
-        return Err(HttpError::bad_request(
+        return Err(GatewayError::bad_request(
             Some("items".to_string()),
             format!("Invalid 'items': at most {MAX_ITEMS} items per request, got {}.", given.len()),
         )
@@ -61,12 +61,12 @@ fn check_items(given: Vec<Value>) -> Result<Vec<Value>, HttpError> {
     let mut out: Vec<Value> = Vec::with_capacity(given.len());
     for (i, item) in given.into_iter().enumerate() {
         if let Err(e) = InputItem::from_value(item.clone()) {
-            return Err(HttpError::bad_request(Some(format!("items[{i}]")), format!("Invalid item: {e}")).with_code("invalid_value"));
+            return Err(GatewayError::bad_request(Some(format!("items[{i}]")), format!("Invalid item: {e}")).with_code("invalid_value"));
         }
         let resource = items::to_resource(item);
         let id = resource.get("id").and_then(Value::as_str).unwrap_or_default();
         if out.iter().any(|o| o.get("id").and_then(Value::as_str) == Some(id)) {
-            return Err(HttpError::bad_request(Some(format!("items[{i}].id")), format!("Duplicate item id '{id}'."))
+            return Err(GatewayError::bad_request(Some(format!("items[{i}].id")), format!("Duplicate item id '{id}'."))
                 .with_code("invalid_value"));
         }
         out.push(resource);
@@ -102,7 +102,7 @@ fn fold(calls: &mut Vec<(String, bool)>, item: &Value) -> Fold {
 /// conversation's calls so far with their answered flag, or earlier in `items`), once:
 /// otherwise every later turn on the conversation would be refused. 400 naming
 /// `items[i].call_id`, worded as `POST /v1/responses` words it.
-fn check_outputs(mut calls: Vec<(String, bool)>, items: &[Value]) -> Result<(), HttpError> {
+fn check_outputs(mut calls: Vec<(String, bool)>, items: &[Value]) -> Result<(), GatewayError> {
     for (i, item) in items.iter().enumerate() {
         let call_id = item.get("call_id").and_then(Value::as_str).unwrap_or_default();
         let message = match fold(&mut calls, item) {
@@ -110,14 +110,14 @@ fn check_outputs(mut calls: Vec<(String, bool)>, items: &[Value]) -> Result<(), 
             Fold::NoCall => format!("No tool call found for output with call_id {call_id}."),
             Fold::Duplicate => format!("Duplicate tool output for call_id {call_id}."),
         };
-        return Err(HttpError::bad_request(Some(format!("items[{i}].call_id")), message).with_code("invalid_value"));
+        return Err(GatewayError::bad_request(Some(format!("items[{i}].call_id")), message).with_code("invalid_value"));
     }
     Ok(())
 }
 
 /// The conversation's calls and whether each has its output (from its current transcript,
 /// or from its items); None for an unknown conversation.
-async fn calls_so_far(state: &AppState, id: &str) -> Result<Option<Vec<(String, bool)>>, HttpError> {
+async fn calls_so_far(state: &AppState, id: &str) -> Result<Option<Vec<(String, bool)>>, GatewayError> {
     let Some(context) = state.store.conversation_context(id).await? else { return Ok(None) };
     if let Some(t) = context.transcript {
         return Ok(Some(t.calls()));
@@ -133,15 +133,15 @@ fn has_outputs(items: &[Value]) -> bool {
     items.iter().any(|i| matches!(i.get("type").and_then(Value::as_str), Some("function_call_output" | "custom_tool_call_output")))
 }
 
-fn conversation_not_found(id: &str) -> HttpError {
-    HttpError::not_found(None, format!("Conversation with id '{id}' not found."), "conversation_not_found")
+fn conversation_not_found(id: &str) -> GatewayError {
+    GatewayError::not_found(None, format!("Conversation with id '{id}' not found."), "conversation_not_found")
 }
 
-fn item_not_found(item_id: &str) -> HttpError {
-    HttpError::not_found(None, format!("Item with id '{item_id}' not found."), "item_not_found")
+fn item_not_found(item_id: &str) -> GatewayError {
+    GatewayError::not_found(None, format!("Item with id '{item_id}' not found."), "item_not_found")
 }
 
-fn answer<T>(r: Result<T, HttpError>, ok: impl FnOnce(T) -> Value) -> Response {
+fn answer<T>(r: Result<T, GatewayError>, ok: impl FnOnce(T) -> Value) -> Response {
     match r {
         Ok(v) => Json(ok(v)).into_response(),
         Err(e) => e.into_response(),
@@ -181,7 +181,7 @@ pub async fn get(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> 
 pub async fn update(State(state): State<Arc<AppState>>, Path(id): Path<String>, body: Bytes) -> Response {
     let r = async {
         let Some(metadata) = json_body::parse::<Body>(&body)?.metadata else {
-            return Err(HttpError::bad_request(Some("metadata".to_string()), "Missing required parameter: 'metadata'.")
+            return Err(GatewayError::bad_request(Some("metadata".to_string()), "Missing required parameter: 'metadata'.")
                 .with_code("missing_required_parameter"));
         };
         check_metadata(&metadata)?;
@@ -211,7 +211,7 @@ pub async fn delete(State(state): State<Arc<AppState>>, Path(id): Path<String>) 
 pub async fn add_items(State(state): State<Arc<AppState>>, Path(id): Path<String>, body: Bytes) -> Response {
     let r = async {
         let Some(given) = json_body::parse::<Body>(&body)?.items else {
-            return Err(HttpError::bad_request(Some("items".to_string()), "Missing required parameter: 'items'.")
+            return Err(GatewayError::bad_request(Some("items".to_string()), "Missing required parameter: 'items'.")
                 .with_code("missing_required_parameter"));
         };
         let items = check_items(given)?;

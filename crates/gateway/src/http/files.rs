@@ -9,20 +9,20 @@ use std::sync::Arc;
 
 use axum::extract::multipart::{Multipart, MultipartRejection};
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{header, StatusCode};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use protocol::ApiError;
 use serde_json::{json, Value};
 
 use super::AppState;
-use crate::error::HttpError;
+use crate::error::GatewayError;
 use crate::executors::local_index::{FileRecord, IndexError, ListParams, LocalIndex};
 
 /// `purpose` values of `POST /v1/files`.
 pub const PURPOSES: [&str; 6] = ["assistants", "batch", "fine-tune", "vision", "user_data", "evals"];
 
-impl From<IndexError> for HttpError {
+impl From<IndexError> for GatewayError {
     fn from(e: IndexError) -> Self {
         match e {
             IndexError::NotFound { what, .. } => {
@@ -31,11 +31,11 @@ impl From<IndexError> for HttpError {
                     "vector_store" => "vector_store_not_found",
                     _ => "not_found",
                 };
-                HttpError::not_found(None, e.to_string(), code)
+                GatewayError::not_found(None, e.to_string(), code)
             }
-            IndexError::Invalid { param, message } => HttpError::bad_request(param, message).with_code("invalid_value"),
-            IndexError::TooLarge { limit } => HttpError {
-                status: StatusCode::PAYLOAD_TOO_LARGE,
+            IndexError::Invalid { param, message } => GatewayError::bad_request(param, message).with_code("invalid_value"),
+            IndexError::TooLarge { limit } => GatewayError {
+                kind: crate::error::ErrorKind::PayloadTooLarge,
                 error: ApiError::invalid(
                     Some("file".to_string()),
                     format!("File is too large: the largest upload is {limit} bytes ([file_search.embedded] max_upload_bytes)."),
@@ -44,8 +44,8 @@ impl From<IndexError> for HttpError {
             },
             IndexError::Internal(m) => {
                 tracing::error!("embedded vector store: {m}");
-                HttpError {
-                    status: StatusCode::INTERNAL_SERVER_ERROR,
+                GatewayError {
+                    kind: crate::error::ErrorKind::Internal,
                     error: ApiError {
                         message: "The embedded vector store failed; see the gateway log.".into(),
                         kind: "server_error".into(),
@@ -59,9 +59,9 @@ impl From<IndexError> for HttpError {
 }
 
 /// The embedded index, or 404 when `[file_search.embedded] enabled = false`.
-pub fn index(state: &AppState) -> Result<&Arc<LocalIndex>, HttpError> {
+pub fn index(state: &AppState) -> Result<&Arc<LocalIndex>, GatewayError> {
     state.local_index.as_ref().ok_or_else(|| {
-        HttpError::not_found(
+        GatewayError::not_found(
             None,
             "The embedded Files and Vector Stores API is disabled on this gateway ([file_search.embedded] enabled = false).",
             "not_found",
@@ -76,14 +76,14 @@ pub fn parse_list(
     raw: Option<&str>,
     default_limit: usize,
     max_limit: usize,
-) -> Result<(ListParams, BTreeMap<String, String>), HttpError> {
+) -> Result<(ListParams, BTreeMap<String, String>), GatewayError> {
     let mut p = ListParams { limit: default_limit, ascending: false, after: None, before: None };
     let mut rest = BTreeMap::new();
     let pairs: Vec<(String, String)> = match raw {
         None | Some("") => Vec::new(),
         Some(raw) => url::form_urlencoded::parse(raw.as_bytes()).into_owned().collect(),
     };
-    let bad = |name: &str, msg: String| HttpError::bad_request(Some(name.to_string()), msg).with_code("invalid_value");
+    let bad = |name: &str, msg: String| GatewayError::bad_request(Some(name.to_string()), msg).with_code("invalid_value");
     for (k, v) in pairs {
         match k.as_str() {
             "limit" => {
@@ -117,7 +117,7 @@ pub fn render_list(data: Vec<Value>, has_more: bool) -> Value {
 }
 
 /// JSON answer or error.
-pub fn answer<T>(r: Result<T, HttpError>, ok: impl FnOnce(T) -> Value) -> Response {
+pub fn answer<T>(r: Result<T, GatewayError>, ok: impl FnOnce(T) -> Value) -> Response {
     match r {
         Ok(v) => Json(ok(v)).into_response(),
         Err(e) => e.into_response(),
@@ -132,7 +132,7 @@ pub fn render(f: &FileRecord) -> Value {
     })
 }
 
-fn multipart_error(e: axum::extract::multipart::MultipartError, limit: usize) -> HttpError {
+fn multipart_error(e: axum::extract::multipart::MultipartError, limit: usize) -> GatewayError {
     // The parser's message hides why the body stopped: the causes say it.
     let full = crate::error::with_causes(&e);
     if let Some(timeout) = super::rejections::body_timeout(&full) {
@@ -142,7 +142,7 @@ fn multipart_error(e: axum::extract::multipart::MultipartError, limit: usize) ->
     if full.contains("length limit") || text.contains("too large") {
         return IndexError::TooLarge { limit }.into();
     }
-    HttpError::bad_request(None, format!("Invalid multipart body: {text}")).with_code("invalid_request")
+    GatewayError::bad_request(None, format!("Invalid multipart body: {text}")).with_code("invalid_request")
 }
 
 /// `POST /v1/files`: stores the `file` part (413 over `max_upload_bytes`, before anything is
@@ -152,7 +152,7 @@ pub async fn upload(State(state): State<Arc<AppState>>, form: Result<Multipart, 
         let index = index(&state)?;
         let limit = index.max_upload_bytes();
         let mut form = form.map_err(|e| {
-            HttpError::bad_request(None, format!("Expected a multipart/form-data body with 'file' and 'purpose': {e}"))
+            GatewayError::bad_request(None, format!("Expected a multipart/form-data body with 'file' and 'purpose': {e}"))
                 .with_code("invalid_request")
         })?;
         let (mut upload, mut filename, mut purpose) = (None, None, None);
@@ -192,12 +192,12 @@ pub async fn upload(State(state): State<Arc<AppState>>, form: Result<Multipart, 
             }
         }
         let missing = |p: &str| {
-            HttpError::bad_request(Some(p.to_string()), format!("Missing required parameter: '{p}'."))
+            GatewayError::bad_request(Some(p.to_string()), format!("Missing required parameter: '{p}'."))
                 .with_code("missing_required_parameter")
         };
         let purpose = purpose.ok_or_else(|| missing("purpose"))?;
         if !PURPOSES.contains(&purpose.as_str()) {
-            return Err(HttpError::bad_request(
+            return Err(GatewayError::bad_request(
                 Some("purpose".to_string()),
                 format!("Invalid 'purpose': '{purpose}'; expected one of {}.", PURPOSES.join(", ")),
             )
@@ -209,7 +209,7 @@ pub async fn upload(State(state): State<Arc<AppState>>, form: Result<Multipart, 
             Some(s) => match s.parse::<i64>() {
                 Ok(n) if (3600..=2_592_000).contains(&n) => Some(crate::executors::local_index::now() + n),
                 _ => {
-                    return Err(HttpError::bad_request(
+                    return Err(GatewayError::bad_request(
                         Some("expires_after.seconds".to_string()),
                         "Invalid 'expires_after.seconds': expected an integer from 3600 to 2592000.",
                     )
@@ -248,7 +248,7 @@ pub async fn delete(State(state): State<Arc<AppState>>, Path(id): Path<String>) 
 
 /// `GET /v1/files/{id}/content`: the bytes as uploaded (`application/octet-stream`).
 pub async fn content(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Response {
-    let r: Result<_, HttpError> = async { Ok(index(&state)?.file_content(&id).await?) }.await;
+    let r: Result<_, GatewayError> = async { Ok(index(&state)?.file_content(&id).await?) }.await;
     match r {
         Ok((_, bytes)) => ([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response(),
         Err(e) => e.into_response(),

@@ -11,7 +11,7 @@ use axum::Json;
 use serde_json::json;
 
 use super::AppState;
-use crate::error::HttpError;
+use crate::error::GatewayError;
 
 /// Liveness: 200 `{"status":"ok"}` while the process serves.
 pub async fn healthz() -> impl IntoResponse {
@@ -42,14 +42,14 @@ pub async fn readyz(State(state): State<Arc<AppState>>) -> impl IntoResponse {
 }
 
 /// 404 in the OpenAI shape for unknown routes.
-pub async fn not_found() -> HttpError {
-    HttpError::not_found(None, "Unknown request URL. Please check the URL and method.", "unknown_url")
+pub async fn not_found() -> GatewayError {
+    GatewayError::not_found(None, "Unknown request URL. Please check the URL and method.", "unknown_url")
 }
 
 /// 405 in the OpenAI shape for a known route with the wrong method.
-pub async fn method_not_allowed() -> HttpError {
-    HttpError {
-        status: StatusCode::METHOD_NOT_ALLOWED,
+pub async fn method_not_allowed() -> GatewayError {
+    GatewayError {
+        kind: crate::error::ErrorKind::MethodNotAllowed,
         error: protocol::ApiError::invalid(None, "This method is not allowed on this URL.").with_code("method_not_allowed"),
     }
 }

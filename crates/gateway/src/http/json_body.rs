@@ -3,20 +3,20 @@
 
 use serde::de::DeserializeOwned;
 
-use crate::error::HttpError;
+use crate::error::GatewayError;
 
 /// Parses `bytes` as `T`. A blank body is `T::default()`. Not JSON, or anything but
 /// whitespace after the value → 400 with `param: null`; a value that is not an object → 400
 /// `expected a JSON object` (serde would read an array as positional fields); a wrong type →
 /// 400 `invalid_type` naming the field path (e.g. `items[0].content`).
-pub fn parse<T: DeserializeOwned + Default>(bytes: &[u8]) -> Result<T, HttpError> {
+pub fn parse<T: DeserializeOwned + Default>(bytes: &[u8]) -> Result<T, GatewayError> {
     match bytes.trim_ascii_start().first() {
         None => return Ok(T::default()),
         Some(b'{') => {}
         Some(_) => {
             // Broken JSON is still named as such.
             serde_json::from_slice::<serde::de::IgnoredAny>(bytes).map_err(|e| unparsable(&e))?;
-            return Err(HttpError::bad_request(None, "Invalid request body: expected a JSON object.").with_code("invalid_type"));
+            return Err(GatewayError::bad_request(None, "Invalid request body: expected a JSON object.").with_code("invalid_type"));
         }
     }
     let de = &mut serde_json::Deserializer::from_slice(bytes);
@@ -27,14 +27,14 @@ pub fn parse<T: DeserializeOwned + Default>(bytes: &[u8]) -> Result<T, HttpError
             return unparsable(&inner);
         }
         let param = (!path.is_empty() && path != ".").then_some(path);
-        HttpError::bad_request(param, format!("Invalid request body: {inner}")).with_code("invalid_type")
+        GatewayError::bad_request(param, format!("Invalid request body: {inner}")).with_code("invalid_type")
     })?;
     de.end().map_err(|e| unparsable(&e))?;
     Ok(value)
 }
 
-fn unparsable(e: &serde_json::Error) -> HttpError {
-    HttpError::bad_request(None, format!("We could not parse the JSON body of your request: {e}"))
+fn unparsable(e: &serde_json::Error) -> GatewayError {
+    GatewayError::bad_request(None, format!("We could not parse the JSON body of your request: {e}"))
 }
 
 #[cfg(test)]
@@ -51,7 +51,7 @@ mod tests {
     fn trailing_bytes_and_broken_json_are_400_without_param() {
         for bad in [&b"{} trailing"[..], b"{\"name\":\"a\"}}", b"{}{}", b"{\"name\":"] {
             let e = parse::<Body>(bad).expect_err("must fail");
-            assert_eq!(e.status, axum::http::StatusCode::BAD_REQUEST);
+            assert_eq!(e.kind, crate::error::ErrorKind::BadRequest);
             assert_eq!(e.error.param, None, "{}", String::from_utf8_lossy(bad));
         }
         let e = parse::<Body>(b"{\"name\":3}").expect_err("wrong type");

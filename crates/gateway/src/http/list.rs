@@ -4,11 +4,11 @@
 
 use serde_json::{json, Value};
 
-use crate::error::HttpError;
+use crate::error::GatewayError;
 use crate::store::{ListQuery, Order, Page};
 
 /// Parses the raw query string (`None`: no query). Bad `limit` or `order` → 400 naming it.
-pub fn parse_query(raw: Option<&str>) -> Result<ListQuery, HttpError> {
+pub fn parse_query(raw: Option<&str>) -> Result<ListQuery, GatewayError> {
     let mut q = ListQuery { limit: 20, order: Order::Desc, after: None };
     let pairs: Vec<(String, String)> = match raw {
         None | Some("") => Vec::new(),
@@ -20,7 +20,7 @@ pub fn parse_query(raw: Option<&str>) -> Result<ListQuery, HttpError> {
                 q.limit = match value.parse::<usize>() {
                     Ok(n) if (1..=100).contains(&n) => n,
                     _ => {
-                        return Err(HttpError::bad_request(
+                        return Err(GatewayError::bad_request(
                             Some("limit".to_string()),
                             format!("Invalid 'limit': expected an integer from 1 to 100, got '{value}'."),
                         )
@@ -33,7 +33,7 @@ pub fn parse_query(raw: Option<&str>) -> Result<ListQuery, HttpError> {
                     "asc" => Order::Asc,
                     "desc" => Order::Desc,
                     _ => {
-                        return Err(HttpError::bad_request(
+                        return Err(GatewayError::bad_request(
                             Some("order".to_string()),
                             format!("Invalid 'order': expected 'asc' or 'desc', got '{value}'."),
                         )
@@ -48,12 +48,12 @@ pub fn parse_query(raw: Option<&str>) -> Result<ListQuery, HttpError> {
     Ok(q)
 }
 
-fn serde_urlencoded_pairs(raw: &str) -> Result<Vec<(String, String)>, HttpError> {
+fn serde_urlencoded_pairs(raw: &str) -> Result<Vec<(String, String)>, GatewayError> {
     axum::extract::Query::<Vec<(String, String)>>::try_from_uri(
-        &format!("/?{raw}").parse().map_err(|_| HttpError::bad_request(None, "Invalid query string."))?,
+        &format!("/?{raw}").parse().map_err(|_| GatewayError::bad_request(None, "Invalid query string."))?,
     )
     .map(|q| q.0)
-    .map_err(|_| HttpError::bad_request(None, "Invalid query string."))
+    .map_err(|_| GatewayError::bad_request(None, "Invalid query string."))
 }
 
 /// `{object:"list", data, first_id, last_id, has_more}`.
@@ -80,7 +80,7 @@ mod tests {
         assert_eq!((q.limit, q.order, q.after.as_deref()), (100, Order::Asc, Some("msg_1")));
         for bad in ["limit=0", "limit=101", "limit=x", "order=up"] {
             let e = parse_query(Some(bad)).unwrap_err();
-            assert_eq!(e.status.as_u16(), 400, "{bad}");
+            assert_eq!(crate::http::error::status(e.kind).as_u16(), 400, "{bad}");
         }
     }
 }

@@ -3,6 +3,7 @@
 //! index), `/v1/models[/{model}]`, `/healthz`, `/readyz`.
 
 pub mod conversations;
+pub mod error;
 pub mod files;
 pub mod health;
 pub mod json_body;
@@ -13,6 +14,7 @@ pub mod rejections;
 pub mod responses;
 pub mod serve;
 pub mod sse;
+pub mod sse_sink;
 pub mod stored;
 pub mod vector_stores;
 
@@ -32,17 +34,21 @@ use crate::config::Config;
 use crate::executors::file_search::VectorStoreBackend;
 use crate::executors::local_index::LocalIndex;
 use crate::executors::Registry;
+use crate::turn::driver::Runner;
 use crate::turn::Limits;
-use crate::upstream::ChatCompletions;
+use crate::upstream::ModelClient;
 
 /// Shared, read-only state of the server.
 #[derive(Debug)]
 pub struct AppState {
-    pub upstream: ChatCompletions,
+    /// The model server (`[upstream]`), behind its wire API's adapter.
+    pub upstream: Arc<dyn ModelClient>,
+    /// What turns run with: the same upstream, the loop's bounds (`[tools]`) and the turn
+    /// observer (none by default).
+    pub runner: Runner,
     pub models: Option<BTreeMap<String, String>>,
     pub reject_unknown: bool,
     pub keepalive: Duration,
-    pub limits: Limits,
     pub registry: Arc<Registry>,
     /// Stored responses and conversations (`[store]`).
     pub store: Arc<dyn Store>,
@@ -70,25 +76,19 @@ impl AppState {
 
     /// As [`AppState::from_config`] with an already opened store (tests, embedding).
     pub fn with_store(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<AppState> {
-        let url = config.upstream.url.clone().ok_or_else(|| anyhow::anyhow!("upstream.url is not set"))?;
-        let upstream = ChatCompletions::new(
-            &url,
-            config.upstream_api_key()?,
-            Duration::from_millis(config.upstream.idle_timeout_ms),
-            Duration::from_millis(config.upstream.connect_timeout_ms),
-            Duration::from_millis(config.upstream.pool_idle_timeout_ms),
-        )?;
+        let upstream = crate::upstream::connect(config)?;
+        let limits = Limits {
+            max_rounds: config.tools.max_rounds,
+            max_parallel: config.tools.max_parallel,
+            call_timeout: Duration::from_millis(config.tools.call_timeout_ms),
+        };
         let local_index = open_local_index(config)?;
         Ok(AppState {
-            upstream,
+            upstream: upstream.clone(),
             models: config.models.clone(),
             reject_unknown: config.server.reject_unknown_parameters,
             keepalive: Duration::from_millis(config.server.keepalive_interval_ms),
-            limits: Limits {
-                max_rounds: config.tools.max_rounds,
-                max_parallel: config.tools.max_parallel,
-                call_timeout: Duration::from_millis(config.tools.call_timeout_ms),
-            },
+            runner: Runner::new(upstream.clone(), limits),
             registry: Arc::new(Registry::from_config(config, local_index.clone().map(|i| i as Arc<dyn VectorStoreBackend>))),
             store,
             lease_ttl_ms: config.store.lease_ttl_ms,

@@ -9,24 +9,24 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::AppState;
-use crate::error::HttpError;
+use crate::error::GatewayError;
 
 /// `{"object":"list","data":[{"id","object":"model","created","owned_by"}]}`.
 /// Upstream failure → 502 in the OpenAI shape.
-pub async fn list(State(state): State<Arc<AppState>>) -> Result<Json<Value>, HttpError> {
+pub async fn list(State(state): State<Arc<AppState>>) -> Result<Json<Value>, GatewayError> {
     models(&state).await.map(Json)
 }
 
 /// One model of [`list`] (`client.models.retrieve`): `{"id","object":"model",…}`; a model
 /// the list does not have → 404 `model_not_found` (param `model`); upstream failure → 502.
-pub async fn retrieve(State(state): State<Arc<AppState>>, Path(model): Path<String>) -> Result<Json<Value>, HttpError> {
+pub async fn retrieve(State(state): State<Arc<AppState>>, Path(model): Path<String>) -> Result<Json<Value>, GatewayError> {
     let list = models(&state).await?;
     list.get("data")
         .and_then(Value::as_array)
         .and_then(|data| data.iter().find(|m| m.get("id").and_then(Value::as_str) == Some(model.as_str())))
         .map(|m| Json(m.clone()))
         .ok_or_else(|| {
-            HttpError::not_found(
+            GatewayError::not_found(
                 Some("model"),
                 format!("The model '{model}' does not exist or you do not have access to it."),
                 "model_not_found",
@@ -34,7 +34,7 @@ pub async fn retrieve(State(state): State<Arc<AppState>>, Path(model): Path<Stri
         })
 }
 
-async fn models(state: &AppState) -> Result<Value, HttpError> {
+async fn models(state: &AppState) -> Result<Value, GatewayError> {
     if let Some(map) = &state.models {
         let data: Vec<Value> = map
             .keys()
@@ -49,6 +49,6 @@ async fn models(state: &AppState) -> Result<Value, HttpError> {
         .map_err(|e| {
             // Messages never hold the URL's credentials or the key (`UpstreamError`).
             tracing::warn!(code = e.code(), error = %e, "listing the upstream's models failed");
-            e.to_http()
+            e.to_error()
         })
 }

@@ -7,7 +7,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use protocol::ApiError;
 
-use crate::error::HttpError;
+use crate::error::GatewayError;
 
 /// Extractor messages are short; anything longer is cut (bytes).
 const MAX_MESSAGE_BYTES: usize = 4096;
@@ -17,9 +17,9 @@ const BODY_TIMEOUT_TEXT: &str = "data was not received within the designated tim
 
 /// The 408 for a request body that stopped arriving (`server.request_read_timeout_ms`), if
 /// `text` (an extractor's message) says so.
-pub fn body_timeout(text: &str) -> Option<HttpError> {
-    text.contains(BODY_TIMEOUT_TEXT).then(|| HttpError {
-        status: StatusCode::REQUEST_TIMEOUT,
+pub fn body_timeout(text: &str) -> Option<GatewayError> {
+    text.contains(BODY_TIMEOUT_TEXT).then(|| GatewayError {
+        kind: crate::error::ErrorKind::RequestTimeout,
         error: ApiError::invalid(None, "The request body stopped arriving (server.request_read_timeout_ms).")
             .with_code("request_timeout"),
     })
@@ -48,5 +48,5 @@ pub async fn openai_shaped(resp: Response) -> Response {
         _ if text.is_empty() => (status.canonical_reason().unwrap_or("Bad request").to_string(), "invalid_request"),
         _ => (format!("The request could not be read: {text}"), "invalid_request"),
     };
-    HttpError { status, error: ApiError::invalid(None, message).with_code(code) }.into_response()
+    super::error::respond(status, ApiError::invalid(None, message).with_code(code))
 }

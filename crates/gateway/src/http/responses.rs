@@ -1,5 +1,6 @@
-//! `POST /v1/responses` (contract §1, §7, §8): non-streaming answers the folded Response;
-//! `stream: true` answers SSE from the same emitter.
+//! `POST /v1/responses` (contract §1, §7, §8): parses the body, prepares the turn and hands
+//! it to the run driver (`turn::driver`); non-streaming answers the folded Response,
+//! `stream: true` answers SSE from the same events (`http::sse_sink`).
 
 use std::sync::Arc;
 
@@ -11,32 +12,34 @@ use protocol::ApiError;
 use axum::response::{IntoResponse, Response};
 
 use super::sse::SseBody;
+use super::sse_sink::SseSink;
 use super::AppState;
-use crate::error::HttpError;
-use crate::events::emitter::{Emitter, Sink};
+use crate::error::{ErrorKind, GatewayError};
 use crate::store::StoreError;
-use crate::turn::{self, persist, state, Prepared};
+use crate::turn::driver::{self, COMMIT_FAILED};
+use crate::turn::{self, Prepared};
 
 /// Handles one create request.
 pub async fn create(State(state): State<Arc<AppState>>, body: Result<Bytes, BytesRejection>) -> Response {
     let body = match body {
         Ok(b) => b,
-        Err(rejection) => return body_rejected(&rejection).into_response(),
+        Err(rejection) => return body_rejected(&rejection),
     };
     let req = match turn::parse_request(&body) {
         Ok(req) => req,
-        Err(e) => return HttpError::from(e).into_response(),
+        Err(e) => return GatewayError::from(e).into_response(),
     };
-    let ctx = state::Context {
+    let ctx = turn::Context {
         models: state.models.as_ref(),
         reject_unknown: state.reject_unknown,
         registry: &state.registry,
+        caps: state.upstream.caps(),
         store: &state.store,
         lease_ttl_ms: state.lease_ttl_ms,
     };
     // The turn's futures are boxed (prepare's state is ~8 KB, the run's ~6 KB): the
     // handler's own future stays small, and axum and tower move it several times.
-    let mut prepared = match Box::pin(state::prepare(req, &body, &ctx)).await {
+    let mut prepared = match Box::pin(turn::prepare(req, &body, &ctx)).await {
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };
@@ -44,18 +47,16 @@ pub async fn create(State(state): State<Arc<AppState>>, body: Result<Bytes, Byte
     if prepared.stream {
         return stream(state, prepared);
     }
-    let Some(plan) = prepared.persist.take() else {
-        let mut emitter = Emitter::new(std::mem::take(&mut prepared.base), None);
-        return answer(Box::pin(turn::run(prepared, &state.upstream, &mut emitter, state.limits)).await);
-    };
+    let turn = driver::start(prepared, None);
+    if !turn.is_stored() {
+        return match Box::pin(turn.run(&state.runner)).await {
+            Ok(outcome) => answer(outcome),
+            Err(e) => commit_failed(&e).into_response(),
+        };
+    }
     // A stored turn runs in its own task: a client that goes away does not cancel it.
     // Boxed before spawning: the task moves a pointer, not the turn's state.
-    let task = state.turns.clone().spawn(Box::pin(async move {
-        let mut emitter = Emitter::new(std::mem::take(&mut prepared.base), None);
-        let mut outcome = Box::pin(turn::run(prepared, &state.upstream, &mut emitter, state.limits)).await;
-        let transcript = std::mem::take(&mut outcome.transcript);
-        Box::pin(persist::commit(plan, &outcome.response, transcript)).await.map(|()| outcome)
-    }));
+    let task = state.turns.clone().spawn(Box::pin(async move { turn.run(&state.runner).await }));
     match task.await {
         Ok(Ok(outcome)) => answer(outcome),
         Ok(Err(e)) => commit_failed(&e).into_response(),
@@ -68,9 +69,9 @@ pub async fn create(State(state): State<Arc<AppState>>, body: Result<Bytes, Byte
 
 /// A body that could not be read (too large, broken chunked encoding, stopped arriving) in
 /// the OpenAI shape.
-pub fn body_rejected(rejection: &BytesRejection) -> HttpError {
+pub fn body_rejected(rejection: &BytesRejection) -> Response {
     if let Some(timeout) = super::rejections::body_timeout(&rejection.body_text()) {
-        return timeout;
+        return timeout.into_response();
     }
     let status = rejection.status();
     let message = if status == StatusCode::PAYLOAD_TOO_LARGE {
@@ -79,7 +80,7 @@ pub fn body_rejected(rejection: &BytesRejection) -> HttpError {
         format!("The request body could not be read: {}", rejection.body_text())
     };
     let code = if status == StatusCode::PAYLOAD_TOO_LARGE { "request_too_large" } else { "invalid_body" };
-    HttpError { status, error: ApiError::invalid(None, message).with_code(code) }
+    super::error::respond(status, ApiError::invalid(None, message).with_code(code))
 }
 
 /// The non-streaming answer: the folded Response, or 502 when the upstream failed. The body
@@ -87,69 +88,42 @@ pub fn body_rejected(rejection: &BytesRejection) -> HttpError {
 /// and grows by copying).
 fn answer(outcome: turn::Outcome) -> Response {
     if let Some(e) = outcome.upstream_error {
-        return e.to_http().into_response();
+        return e.to_error().into_response();
     }
     let mut body = Vec::with_capacity(4096);
     match serde_json::to_writer(&mut body, &outcome.response) {
         Ok(()) => ([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response(),
         Err(e) => {
             tracing::error!(error = %e, "encoding a Response failed");
-            HttpError {
-                status: StatusCode::INTERNAL_SERVER_ERROR,
-                error: ApiError { message: "The response could not be encoded.".into(), kind: "server_error".into(), param: None, code: None },
-            }
-            .into_response()
+            GatewayError::server(ErrorKind::Internal, "The response could not be encoded.", None).into_response()
         }
     }
 }
 
 /// A failed end-of-turn write: 503 when the store is unreachable, else 500; nothing was stored.
-fn commit_failed(e: &StoreError) -> HttpError {
-    tracing::error!(error = %e, "storing the turn failed");
-    let (status, code) = match e {
-        StoreError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable"),
-        _ => (StatusCode::INTERNAL_SERVER_ERROR, "store_error"),
+fn commit_failed(e: &StoreError) -> GatewayError {
+    let (kind, code) = match e {
+        StoreError::Unavailable(_) => (ErrorKind::Unavailable, "store_unavailable"),
+        _ => (ErrorKind::Internal, "store_error"),
     };
-    HttpError {
-        status,
-        error: ApiError {
-            message: COMMIT_FAILED.into(),
-            kind: "server_error".into(),
-            param: None,
-            code: Some(code.into()),
-        },
-    }
+    GatewayError::server(kind, COMMIT_FAILED, Some(code))
 }
 
-const COMMIT_FAILED: &str = "The response could not be stored; it was not saved and cannot be continued.";
-
-fn stream(state: Arc<AppState>, mut prepared: Prepared) -> Response {
+/// The streamed answer: the turn runs in its own task, its events go to the SSE body as
+/// they are produced.
+fn stream(state: Arc<AppState>, prepared: Prepared) -> Response {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let plan = prepared.persist.take();
-    let persisted = plan.is_some();
     let keepalive = state.keepalive;
     // The first events are queued before the turn runs, so the response head and them
     // leave in one write.
-    let mut emitter = Emitter::new(std::mem::take(&mut prepared.base), Some(Sink::new(tx)));
-    emitter.start();
+    let turn = driver::start(prepared, Some(Box::new(SseSink::new(tx))));
+    let stored = turn.is_stored();
     let task = state.turns.clone().spawn(Box::pin(async move {
-        if plan.is_some() {
-            // Commit first, then send the terminal event (or response.failed).
-            emitter.hold_terminal();
-        }
-        let outcome = Box::pin(turn::run(prepared, &state.upstream, &mut emitter, state.limits)).await;
-        if let Some(plan) = plan {
-            match Box::pin(persist::commit(plan, &outcome.response, outcome.transcript)).await {
-                Ok(()) => emitter.release_terminal(),
-                Err(e) => {
-                    tracing::error!(error = %e, "storing the streamed turn failed");
-                    emitter.fail_terminal("server_error", COMMIT_FAILED);
-                }
-            }
-        }
+        // A failed commit has ended the stream with `response.failed` (and was logged).
+        let _ = turn.run(&state.runner).await;
     }));
     // Nothing to store → a disconnect cancels the turn (and so the upstream request);
     // a stored turn (store:true or a conversation) runs to its end and is committed.
-    let cancel = if persisted { None } else { Some(task.abort_handle()) };
+    let cancel = if stored { None } else { Some(task.abort_handle()) };
     SseBody::new(rx, keepalive, cancel).into_response()
 }

@@ -12,12 +12,12 @@ use serde_json::json;
 
 use super::list;
 use super::AppState;
-use crate::error::HttpError;
+use crate::error::GatewayError;
 use crate::events;
 use crate::store::StoreError;
 
-fn not_found(id: &str) -> HttpError {
-    HttpError::not_found(None, format!("No response found with id '{id}'."), "response_not_found")
+fn not_found(id: &str) -> GatewayError {
+    GatewayError::not_found(None, format!("No response found with id '{id}'."), "response_not_found")
 }
 
 /// `GET /v1/responses/{id}`: the stored Response, whole (query `include[]` is accepted).
@@ -30,7 +30,7 @@ pub async fn get(State(state): State<Arc<AppState>>, Path(id): Path<String>, Raw
         match k.as_ref() {
             "stream" => stream = v.eq_ignore_ascii_case("true"),
             "starting_after" => {
-                return HttpError::bad_request(
+                return GatewayError::bad_request(
                     Some("starting_after".to_string()),
                     "starting_after is not supported: this gateway does not keep the events of a stream, and a replay is numbered anew.",
                 )
@@ -44,7 +44,7 @@ pub async fn get(State(state): State<Arc<AppState>>, Path(id): Path<String>, Raw
         Ok(Some(r)) if stream => replay(&id, r),
         Ok(Some(r)) => Json(r).into_response(),
         Ok(None) => not_found(&id).into_response(),
-        Err(e) => HttpError::from(e).into_response(),
+        Err(e) => GatewayError::from(e).into_response(),
     }
 }
 
@@ -52,11 +52,11 @@ pub async fn get(State(state): State<Arc<AppState>>, Path(id): Path<String>, Raw
 fn replay(id: &str, stored: serde_json::Value) -> Response {
     let Ok(stored) = serde_json::from_value::<protocol::Response>(stored) else {
         tracing::error!(id, "a stored response does not parse as a Response");
-        return HttpError::from(StoreError::Corrupt { what: "response", id: id.to_string() }).into_response();
+        return GatewayError::from(StoreError::Corrupt { what: "response", id: id.to_string() }).into_response();
     };
     let mut body = Vec::new();
     for (seq, kind) in (0u64..).zip(events::replay::events(&stored)) {
-        if let Some(frame) = events::sink::frame(&kind, seq) {
+        if let Some(frame) = super::sse_sink::frame(&kind, seq) {
             body.extend_from_slice(&frame);
         }
     }
@@ -68,7 +68,7 @@ pub async fn delete(State(state): State<Arc<AppState>>, Path(id): Path<String>) 
     match state.store.delete_response(&id).await {
         Ok(true) => Json(json!({"id": id, "object": "response", "deleted": true})).into_response(),
         Ok(false) => not_found(&id).into_response(),
-        Err(e) => HttpError::from(e).into_response(),
+        Err(e) => GatewayError::from(e).into_response(),
     }
 }
 
@@ -85,6 +85,6 @@ pub async fn input_items(
     match state.store.input_items(&id, &q).await {
         Ok(Some(page)) => Json(list::render(page)).into_response(),
         Ok(None) => not_found(&id).into_response(),
-        Err(e) => HttpError::from(e).into_response(),
+        Err(e) => GatewayError::from(e).into_response(),
     }
 }

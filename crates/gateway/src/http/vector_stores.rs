@@ -14,7 +14,7 @@ use serde_json::{json, Map, Value};
 
 use super::files::{answer, index, parse_list, render_list};
 use super::{json_body, AppState};
-use crate::error::HttpError;
+use crate::error::GatewayError;
 use crate::executors::file_search::{filters, FileHit, FileSearchRequest};
 use crate::executors::local_index::{now, Chunking, NewStore, StoreFileRecord, StoreRecord, StoreUpdate};
 
@@ -73,12 +73,12 @@ struct SearchBody {
     rewrite_query: Option<bool>,
 }
 
-fn invalid(param: &str, message: impl Into<String>) -> HttpError {
-    HttpError::bad_request(Some(param.to_string()), message).with_code("invalid_value")
+fn invalid(param: &str, message: impl Into<String>) -> GatewayError {
+    GatewayError::bad_request(Some(param.to_string()), message).with_code("invalid_value")
 }
 
 /// `metadata`: at most 16 pairs, string values, keys ≤ 64 and values ≤ 512 characters.
-fn check_metadata(md: &Map<String, Value>) -> Result<(), HttpError> {
+fn check_metadata(md: &Map<String, Value>) -> Result<(), GatewayError> {
     let ok = md.len() <= 16
         && md.iter().all(|(k, v)| k.chars().count() <= 64 && v.as_str().is_some_and(|s| s.chars().count() <= 512));
     if ok {
@@ -90,7 +90,7 @@ fn check_metadata(md: &Map<String, Value>) -> Result<(), HttpError> {
 
 /// `attributes`: at most 16 keys (≤ 64 characters), values strings (≤ 512 characters),
 /// numbers or booleans.
-fn check_attributes(a: &Map<String, Value>) -> Result<(), HttpError> {
+fn check_attributes(a: &Map<String, Value>) -> Result<(), GatewayError> {
     let ok = a.len() <= 16
         && a.iter().all(|(k, v)| {
             k.chars().count() <= 64
@@ -111,7 +111,7 @@ fn check_attributes(a: &Map<String, Value>) -> Result<(), HttpError> {
 }
 
 /// `expires_after`: `{anchor:"last_active_at", days: 1..=365}`.
-fn check_expiry(e: &Value) -> Result<(), HttpError> {
+fn check_expiry(e: &Value) -> Result<(), GatewayError> {
     let ok = e.get("anchor").and_then(Value::as_str) == Some("last_active_at")
         && e.get("days").and_then(Value::as_u64).is_some_and(|d| (1..=365).contains(&d));
     if ok {
@@ -121,7 +121,7 @@ fn check_expiry(e: &Value) -> Result<(), HttpError> {
     }
 }
 
-fn chunking(v: Option<&Value>) -> Result<Chunking, HttpError> {
+fn chunking(v: Option<&Value>) -> Result<Chunking, GatewayError> {
     Chunking::from_request(v).map_err(|m| invalid("chunking_strategy", m))
 }
 
@@ -231,7 +231,7 @@ pub async fn attach(State(state): State<Arc<AppState>>, Path(id): Path<String>, 
         let index = index(&state)?;
         let b: AttachBody = json_body::parse(&body)?;
         let Some(file_id) = b.file_id else {
-            return Err(HttpError::bad_request(Some("file_id".to_string()), "Missing required parameter: 'file_id'.")
+            return Err(GatewayError::bad_request(Some("file_id".to_string()), "Missing required parameter: 'file_id'.")
                 .with_code("missing_required_parameter"));
         };
         let attributes = b.attributes.unwrap_or_default();
@@ -275,7 +275,7 @@ pub async fn update_file(
     let r = async {
         let index = index(&state)?;
         let Some(attributes) = json_body::parse::<AttributesBody>(&body)?.attributes else {
-            return Err(HttpError::bad_request(Some("attributes".to_string()), "Missing required parameter: 'attributes'.")
+            return Err(GatewayError::bad_request(Some("attributes".to_string()), "Missing required parameter: 'attributes'.")
                 .with_code("missing_required_parameter"));
         };
         check_attributes(&attributes)?;
@@ -301,14 +301,14 @@ pub async fn file_content(State(state): State<Arc<AppState>>, Path((id, file_id)
 }
 
 /// Validates a search body into the queries and the request.
-fn search_request(b: SearchBody) -> Result<(Vec<String>, FileSearchRequest), HttpError> {
+fn search_request(b: SearchBody) -> Result<(Vec<String>, FileSearchRequest), GatewayError> {
     let queries: Vec<String> = match b.query {
         Some(Value::String(s)) => vec![s],
         Some(Value::Array(items)) if !items.is_empty() && items.iter().all(Value::is_string) => {
             items.into_iter().filter_map(|v| v.as_str().map(str::to_string)).collect()
         }
         None => {
-            return Err(HttpError::bad_request(Some("query".to_string()), "Missing required parameter: 'query'.")
+            return Err(GatewayError::bad_request(Some("query".to_string()), "Missing required parameter: 'query'.")
                 .with_code("missing_required_parameter"))
         }
         Some(_) => return Err(invalid("query", "Invalid 'query': expected a string or a non-empty array of strings.")),

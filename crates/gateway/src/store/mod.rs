@@ -6,7 +6,8 @@
 //! migrations at start and the same portable SQL through sqlx's `Any` driver
 //! ([`sql::SqlStore`]); only connecting differs. DESIGN.md "Scale-out".
 
-pub mod config;
+/// `[store]` settings (defined with the rest of the configuration).
+pub use crate::config::store as config;
 pub mod items;
 pub mod sql;
 
@@ -19,7 +20,7 @@ use serde_json::Value;
 
 pub use config::{BackendKind, StoreConfig};
 
-use crate::turn::transcript::Transcript;
+use crate::transcript::Transcript;
 
 /// Why a store operation failed. Messages never carry the database URL or row contents.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -223,39 +224,36 @@ pub fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-impl From<StoreError> for crate::error::HttpError {
+impl From<StoreError> for crate::error::GatewayError {
     /// `Unavailable` → 503 `store_unavailable`; `BadCursor` → 400 (`param: "after"`);
     /// `Duplicate` → 400 (`param: "items"`); `LeaseLost` → 409 `conversation_locked`;
     /// corrupt, oversized and other failures → 500 `store_error` naming at most the row id.
     /// The detail goes to the log, never a row's content or the database URL.
     fn from(e: StoreError) -> Self {
-        use axum::http::StatusCode;
+        use crate::error::ErrorKind;
         use protocol::ApiError;
-        let server = |status: StatusCode, code: &str, message: String| crate::error::HttpError {
-            status,
-            error: ApiError { message, kind: "server_error".into(), param: None, code: Some(code.into()) },
-        };
+        let server = |kind: ErrorKind, code: &str, message: String| crate::error::GatewayError::server(kind, message, Some(code));
         match e {
             StoreError::Unavailable(detail) => {
                 tracing::warn!(%detail, "store unavailable");
                 server(
-                    StatusCode::SERVICE_UNAVAILABLE,
+                    ErrorKind::Unavailable,
                     "store_unavailable",
                     "The response store is unavailable right now; please retry later.".into(),
                 )
             }
-            StoreError::BadCursor(id) => crate::error::HttpError::bad_request(
+            StoreError::BadCursor(id) => crate::error::GatewayError::bad_request(
                 Some("after".to_string()),
                 format!("Invalid 'after': no item with id '{id}' in this list."),
             )
             .with_code("invalid_value"),
-            StoreError::Duplicate => crate::error::HttpError::bad_request(
+            StoreError::Duplicate => crate::error::GatewayError::bad_request(
                 Some("items".to_string()),
                 "An item with this id already exists in the conversation.",
             )
             .with_code("invalid_value"),
-            StoreError::LeaseLost => crate::error::HttpError {
-                status: StatusCode::CONFLICT,
+            StoreError::LeaseLost => crate::error::GatewayError {
+                kind: ErrorKind::Conflict,
                 error: ApiError::invalid(
                     Some("conversation".to_string()),
                     "Another response is in progress on this conversation; retry when it has finished.",
@@ -264,11 +262,11 @@ impl From<StoreError> for crate::error::HttpError {
             },
             e @ (StoreError::Corrupt { .. } | StoreError::TooLarge { .. }) => {
                 tracing::error!(error = %e, "stored row cannot be loaded");
-                server(StatusCode::INTERNAL_SERVER_ERROR, "store_error", format!("{}.", capitalize(&e.to_string())))
+                server(ErrorKind::Internal, "store_error", format!("{}.", capitalize(&e.to_string())))
             }
             StoreError::Other(detail) => {
                 tracing::error!(%detail, "store error");
-                server(StatusCode::INTERNAL_SERVER_ERROR, "store_error", "The response store failed.".into())
+                server(ErrorKind::Internal, "store_error", "The response store failed.".into())
             }
         }
     }

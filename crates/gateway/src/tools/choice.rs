@@ -4,32 +4,7 @@ use protocol::ApiError;
 use serde_json::{json, Value};
 
 use super::ToolSet;
-
-/// The resolved tool choice; names are model-visible names.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub enum ToolChoice {
-    /// No tool is declared upstream and none is executed.
-    None,
-    #[default]
-    Auto,
-    Required,
-    /// Forces one tool.
-    Named(String),
-    /// Only these tools are declared upstream; `required` forces one of them.
-    Allowed { required: bool, names: Vec<String> },
-}
-
-impl ToolChoice {
-    /// After a round that executed gateway tools, a forcing choice (`required`, a named
-    /// tool, `allowed_tools` in `required` mode) drops back to `auto`, so the loop cannot spin.
-    pub fn relaxed(self) -> ToolChoice {
-        match self {
-            ToolChoice::Required | ToolChoice::Named(_) => ToolChoice::Auto,
-            ToolChoice::Allowed { names, .. } => ToolChoice::Allowed { required: false, names },
-            other => other,
-        }
-    }
-}
+use crate::upstream::ToolChoice;
 
 fn not_found(name: &str) -> ApiError {
     ApiError::invalid(

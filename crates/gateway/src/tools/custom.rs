@@ -5,10 +5,12 @@
 use protocol::ApiError;
 use serde_json::{json, Value};
 
-use super::{check_name, opt_str, visible_name, Owner, ToolEntry, ToolKind, UpstreamFunction};
+use super::{check_name, opt_str, visible_name, Owner, ToolEntry, ToolKind, UpstreamTool};
+use crate::transcript::{Call, Replayed};
+use crate::upstream::NativeTool;
 
-/// The single string parameter a custom tool has upstream.
-pub const INPUT_PARAM: &str = "input";
+/// The custom-call encoding is the transcript's (a call's raw input as the one argument).
+pub use crate::transcript::custom::{arguments_from_input, input_from_arguments, INPUT_PARAM};
 
 /// Validates a `custom` declaration. An invalid regex or Lark grammar → 400 naming
 /// `tools[i].format.definition`.
@@ -44,7 +46,7 @@ pub fn declare(
         namespace: namespace.map(str::to_string),
         kind: ToolKind::Custom,
         owner: Owner::Client,
-        upstream: UpstreamFunction {
+        upstream: UpstreamTool {
             name: visible_name(&name, namespace),
             description: if text.is_empty() { None } else { Some(text) },
             parameters,
@@ -56,22 +58,14 @@ pub fn declare(
     Ok((vec![entry], echo))
 }
 
-/// OpenAI's native Chat Completions custom tool: `{type:"custom", custom:{name, description,
-/// format}}` with `format` `{type:"text"}` or `{type:"grammar", grammar:{syntax,
-/// definition}}` (the Responses `format` of contract §2 in Chat Completions' shape).
-pub fn native_declaration(name: &str, description: Option<&str>, format: &Value) -> Value {
-    let chat_format = match format.get("type").and_then(Value::as_str) {
-        Some("grammar") => json!({"type": "grammar", "grammar": {
-            "syntax": format.get("syntax").cloned().unwrap_or(Value::Null),
-            "definition": format.get("definition").cloned().unwrap_or(Value::Null),
-        }}),
-        _ => json!({"type": "text"}),
-    };
-    let mut custom = json!({"name": name, "format": chat_format});
+/// The native declaration of a custom tool: the Responses one (contract §2) under its
+/// model-visible `name`, `{type:"custom", name, description?, format}`.
+pub fn native_declaration(name: &str, description: Option<&str>, format: &Value) -> NativeTool {
+    let mut declaration = json!({"type": "custom", "name": name, "format": format});
     if let Some(d) = description.filter(|d| !d.is_empty()) {
-        custom["description"] = json!(d);
+        declaration["description"] = json!(d);
     }
-    json!({"type": "custom", "custom": custom})
+    NativeTool { tool_type: "custom".to_string(), declaration }
 }
 
 /// Checks `format`; returns the note for the upstream description when it is a grammar.
@@ -136,23 +130,11 @@ fn check_lark(def: &str) -> Result<(), String> {
     }
 }
 
-/// The `input` of a custom tool call from its upstream `arguments`: the string value of
-/// [`INPUT_PARAM`], else the only string value, else the raw arguments text.
-pub fn input_from_arguments(arguments: &str) -> String {
-    if let Ok(Value::Object(map)) = serde_json::from_str::<Value>(arguments) {
-        if let Some(Value::String(s)) = map.get(INPUT_PARAM) {
-            return s.clone();
-        }
-        if let (1, Some(Value::String(s))) = (map.len(), map.values().next()) {
-            return s.clone();
-        }
-    }
-    arguments.to_string()
-}
-
-/// The upstream `arguments` for a replayed custom call's `input`.
-pub fn arguments_from_input(input: &str) -> String {
-    json!({INPUT_PARAM: input}).to_string()
+/// Replays a `custom_tool_call` item as the call the model made: the raw input as the
+/// function's one argument ([`arguments_from_input`]), under its model-visible name.
+pub fn replay(c: &protocol::input::CustomToolCall) -> Replayed {
+    let call = Call { call_id: c.call_id.clone(), name: visible_name(&c.name, c.namespace.as_deref()), arguments: arguments_from_input(&c.input) };
+    Replayed { call, result: None, private_key: None }
 }
 
 /// Decodes the `input` string value incrementally from streamed argument fragments, so

@@ -1,13 +1,15 @@
 //! `file_search` tool (contract §2): gateway-owned. Upstream sees a function
 //! `file_search(queries)`; its calls become `file_search_call` items, and the answer's
 //! `【N】` markers become `file_citation` annotations. Which executor serves each vector
-//! store is resolved later, asynchronously ([`crate::turn::state`]).
+//! store is resolved later, asynchronously ([`crate::turn::prepare`]).
 
 use protocol::ApiError;
 use serde_json::{json, Value};
 
-use super::{Owner, ToolEntry, ToolKind, UpstreamFunction};
-use crate::executors::file_search::{filters, FileSearchRequest};
+use super::{Owner, ToolEntry, ToolKind, UpstreamTool};
+use crate::events::file_citations::FileSource;
+use crate::executors::file_search::{filters, render::render_for_model, FileHit, FileSearchRequest};
+use crate::transcript::{Call, Replayed};
 
 /// The model-visible name of the gateway's file search function.
 pub const FUNCTION: &str = "file_search";
@@ -133,7 +135,7 @@ pub fn declare(decl: &Value, param: &str) -> Result<(Vec<ToolEntry>, Value), Api
         namespace: None,
         kind: ToolKind::FileSearch(options),
         owner: Owner::Gateway,
-        upstream: UpstreamFunction {
+        upstream: UpstreamTool {
             name: FUNCTION.to_string(),
             description: Some(
                 "Search the user's uploaded files for passages relevant to the question. Returns numbered \
@@ -157,4 +159,34 @@ pub fn declare(decl: &Value, param: &str) -> Result<(Vec<ToolEntry>, Value), Api
         executor: None,
     };
     Ok((vec![entry], echo))
+}
+
+/// Replays a `file_search_call` item: the call with its queries, and its result shown again
+/// from `results` (with `include: ["file_search_call.results"]`; the chunks are numbered
+/// after `sources`, which they join) or only its queries (lossy).
+pub fn replay(fs: &protocol::input::FileSearchCallItem, sources: &mut Vec<FileSource>) -> Replayed {
+    let call = Call { call_id: fs.id.clone(), name: FUNCTION.to_string(), arguments: json!({"queries": fs.queries}).to_string() };
+    let result = match &fs.results {
+        Some(results) => {
+            let str_of = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+            let hits: Vec<FileHit> = results
+                .iter()
+                .map(|r| FileHit {
+                    file_id: str_of(r, "file_id"),
+                    filename: str_of(r, "filename"),
+                    score: r.get("score").and_then(Value::as_f64).unwrap_or(0.0),
+                    text: str_of(r, "text"),
+                    attributes: r.get("attributes").and_then(Value::as_object).cloned().unwrap_or_default(),
+                })
+                .collect();
+            let text = render_for_model(&fs.queries, &hits, sources.len() + 1);
+            sources.extend(hits.iter().map(|h| FileSource { file_id: h.file_id.clone(), filename: h.filename.clone() }));
+            text
+        }
+        None => format!(
+            "File search for {} (earlier turn; the results were not kept).",
+            fs.queries.iter().map(|q| format!("\"{q}\"")).collect::<Vec<_>>().join(", ")
+        ),
+    };
+    Replayed { call, result: Some(result), private_key: None }
 }

@@ -3,7 +3,8 @@
 use protocol::ApiError;
 use serde_json::{json, Value};
 
-use super::{check_name, opt_str, visible_name, Owner, ToolEntry, ToolKind, UpstreamFunction};
+use super::{check_name, opt_str, visible_name, Owner, ToolEntry, ToolKind, UpstreamTool};
+use crate::transcript::{Call, Replayed};
 
 /// Validates a `function` declaration at `param` (e.g. `tools[0]`). Missing or null
 /// `parameters` become `{"type":"object","properties":{}}` because some model servers
@@ -51,7 +52,7 @@ pub fn declare(
         namespace: namespace.map(str::to_string),
         kind: ToolKind::Function,
         owner: Owner::Client,
-        upstream: UpstreamFunction {
+        upstream: UpstreamTool {
             name: visible_name(&name, namespace),
             description,
             parameters,
@@ -61,6 +62,15 @@ pub fn declare(
         executor: None,
     };
     Ok((vec![entry], echo))
+}
+
+/// Replays a `function_call` item as the call the model made, under its model-visible name.
+/// Servers that parse the arguments refuse an empty string: a function called without them
+/// was called with `{}`.
+pub fn replay(c: &protocol::input::FunctionCall) -> Replayed {
+    let arguments = if c.arguments.trim().is_empty() { "{}".to_string() } else { c.arguments.clone() };
+    let call = Call { call_id: c.call_id.clone(), name: visible_name(&c.name, c.namespace.as_deref()), arguments };
+    Replayed { call, result: None, private_key: None }
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ pub mod custom;
 pub mod file_search;
 pub mod function;
 pub mod namespace;
+pub mod replay;
 pub mod server_custom;
 pub mod web_search;
 
@@ -17,9 +18,10 @@ use std::sync::Arc;
 use protocol::ApiError;
 use serde_json::Value;
 
-pub use choice::ToolChoice;
+pub use crate::upstream::{ToolChoice, UpstreamTool};
 
 use crate::executors::{Registry, ServerTool};
+use crate::upstream::UpstreamCaps;
 
 /// Who executes a tool's calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,26 +57,6 @@ impl ToolKind {
     }
 }
 
-/// A function declaration as the upstream sees it (Chat Completions `tools[].function`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct UpstreamFunction {
-    pub name: String,
-    pub description: Option<String>,
-    pub parameters: Value,
-    pub strict: Option<bool>,
-    /// The tool's native Chat Completions declaration (e.g. `{type:"custom", custom:{…}}`),
-    /// used instead of the function when the upstream advertises the type in
-    /// `upstream.native_tools`; [`ToolSet::build`] clears it otherwise.
-    pub native: Option<Value>,
-}
-
-impl UpstreamFunction {
-    /// True when the upstream sees this tool in its native form.
-    pub fn is_native(&self) -> bool {
-        self.native.is_some()
-    }
-}
-
 /// One declared tool.
 #[derive(Debug, Clone)]
 pub struct ToolEntry {
@@ -85,7 +67,7 @@ pub struct ToolEntry {
     pub kind: ToolKind,
     pub owner: Owner,
     /// Upstream declaration; its `name` is the model-visible name.
-    pub upstream: UpstreamFunction,
+    pub upstream: UpstreamTool,
     /// Set for server tools: where the call runs.
     pub executor: Option<Arc<dyn ServerTool>>,
 }
@@ -94,16 +76,6 @@ impl ToolEntry {
     /// The model-visible (upstream) name.
     pub fn visible_name(&self) -> &str {
         &self.upstream.name
-    }
-}
-
-/// The `upstream.native_tools` name that enables a kind's native declaration.
-fn native_type(kind: &ToolKind) -> &'static str {
-    match kind {
-        ToolKind::Custom | ToolKind::ServerCustom => "custom",
-        ToolKind::Function => "function",
-        ToolKind::WebSearch(_) => "web_search",
-        ToolKind::FileSearch(_) => "file_search",
     }
 }
 
@@ -130,9 +102,10 @@ pub struct ToolSet {
 }
 
 impl ToolSet {
-    /// Validates `tools` and `tool_choice` (contract §2, §3). Errors are 400s naming the
+    /// Validates `tools` and `tool_choice` (contract §2, §3); each tool keeps its native
+    /// declaration only where `caps` renders its type natively. Errors are 400s naming the
     /// offending `param` (`tools[i].type`, `tools[i].name`, `tool_choice`, …).
-    pub fn build(tools: Vec<Value>, tool_choice: Option<&Value>, registry: &Registry) -> Result<ToolSet, ApiError> {
+    pub fn build(tools: Vec<Value>, tool_choice: Option<&Value>, registry: &Registry, caps: &UpstreamCaps) -> Result<ToolSet, ApiError> {
         let mut set = ToolSet { echo: Vec::with_capacity(tools.len()), ..ToolSet::default() };
         for (i, decl) in tools.into_iter().enumerate() {
             let param = format!("tools[{i}]");
@@ -193,7 +166,7 @@ impl ToolSet {
             for mut entry in entries {
                 // The handler offers its native form; only an upstream that advertises the
                 // type gets it (`upstream.native_tools`).
-                if entry.upstream.native.is_some() && !registry.native_tools.iter().any(|t| t == native_type(&entry.kind)) {
+                if entry.upstream.native.as_ref().is_some_and(|n| !caps.renders_native(&n.tool_type)) {
                     entry.upstream.native = None;
                 }
                 set.insert(entry, &param)?;
@@ -222,7 +195,7 @@ impl ToolSet {
 
     /// The same tools less those not in `offered` (upstream names): what one round of an
     /// `allowed_tools` choice may call. `None` when every tool is offered.
-    pub fn restricted_to(&self, offered: &[&UpstreamFunction]) -> Option<ToolSet> {
+    pub fn restricted_to(&self, offered: &[&UpstreamTool]) -> Option<ToolSet> {
         // `offered` comes from `upstream_tools`: a subset of these tools, each once.
         if offered.len() == self.entries.len() {
             return None;
@@ -261,7 +234,7 @@ impl ToolSet {
 
     /// The upstream declarations for `choice`: none for `none`, only the allowed subset for
     /// `allowed_tools`; gateway-owned tools first, then client tools.
-    pub fn upstream_tools(&self, choice: &ToolChoice) -> Vec<&UpstreamFunction> {
+    pub fn upstream_tools(&self, choice: &ToolChoice) -> Vec<&UpstreamTool> {
         let names: std::collections::HashSet<&str> = match choice {
             ToolChoice::Allowed { names, .. } => names.iter().map(String::as_str).collect(),
             _ => Default::default(),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use protocol::ApiError;
 use serde_json::{json, Value};
 
-use super::{custom, Owner, ToolEntry, ToolKind, UpstreamFunction};
+use super::{custom, Owner, ToolEntry, ToolKind, UpstreamTool};
 use crate::executors::ServerTool;
 
 /// Validates the declaration. A client `format` → 400 (the server owns the input
@@ -28,7 +28,7 @@ pub fn declare(decl: Value, param: &str, tool: Arc<dyn ServerTool>) -> Result<(V
         namespace: None,
         kind: ToolKind::ServerCustom,
         owner: Owner::Gateway,
-        upstream: UpstreamFunction {
+        upstream: UpstreamTool {
             name: tool.name().to_string(),
             description: Some(tool.description()),
             parameters: json!({

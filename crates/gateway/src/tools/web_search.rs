@@ -5,10 +5,13 @@
 use protocol::ApiError;
 use serde_json::{json, Value};
 
-use super::{Owner, ToolEntry, ToolKind, UpstreamFunction};
+use super::{Owner, ToolEntry, ToolKind, UpstreamTool};
 use crate::executors::web_search::SearchRequest;
 use crate::executors::Registry;
-use crate::turn::transcript::WEB_SEARCH_FUNCTION;
+use crate::transcript::{Call, Replayed};
+
+/// The model-visible name of the gateway's web search function.
+pub const WEB_SEARCH_FUNCTION: &str = "web_search";
 
 /// The declared type names this handler accepts.
 pub const TYPES: [&str; 4] = ["web_search", "web_search_2025_08_26", "web_search_preview", "web_search_preview_2025_03_11"];
@@ -116,7 +119,7 @@ pub fn declare(decl: &Value, param: &str, kind: &str, registry: &Registry) -> Re
         namespace: None,
         kind: ToolKind::WebSearch(options),
         owner: Owner::Gateway,
-        upstream: UpstreamFunction {
+        upstream: UpstreamTool {
             name: WEB_SEARCH_FUNCTION.to_string(),
             description: Some(
                 "Search the web for current information. Returns titles, URLs and snippets. \
@@ -134,4 +137,26 @@ pub fn declare(decl: &Value, param: &str, kind: &str, registry: &Registry) -> Re
         executor: None,
     };
     Ok((vec![entry], echo))
+}
+
+/// Replays a `web_search_call` item: the call with its query, and a result rebuilt from its
+/// query and sources (the results themselves are not on the wire; a stored turn's come back
+/// through the private result keyed by the query).
+pub fn replay(ws: &protocol::input::WebSearchCallItem) -> Replayed {
+    let action = ws.action.as_ref();
+    let query = action
+        .and_then(|a| a.get("query").and_then(|q| q.as_str()).map(str::to_string))
+        .or_else(|| action.and_then(|a| a.pointer("/queries/0")).and_then(|q| q.as_str()).map(str::to_string))
+        .unwrap_or_default();
+    let sources: Vec<&str> = action
+        .and_then(|a| a.get("sources"))
+        .and_then(|s| s.as_array())
+        .map(|a| a.iter().filter_map(|s| s.get("url").and_then(|u| u.as_str())).collect())
+        .unwrap_or_default();
+    let mut result = format!("Web search for \"{query}\" (earlier turn; results not kept).");
+    if !sources.is_empty() {
+        result.push_str(&format!(" Sources: {}", sources.join(", ")));
+    }
+    let call = Call { call_id: ws.id.clone(), name: WEB_SEARCH_FUNCTION.to_string(), arguments: json!({"query": query}).to_string() };
+    Replayed { call, result: Some(result), private_key: Some(query) }
 }

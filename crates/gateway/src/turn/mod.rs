@@ -1,13 +1,17 @@
-//! One turn: `prepare` (parse, validate, build the ToolSet and transcript), then `run`
-//! (the bounded loop over upstream rounds). DESIGN.md "Pipeline".
+//! One turn: `prepare` (load what it continues from, validate, build the ToolSet and
+//! transcript), then `run` (the bounded loop over upstream rounds). DESIGN.md "Pipeline".
 
+pub mod continuation;
+pub mod driver;
 pub mod execute;
+pub mod lease;
+pub mod observer;
 pub mod persist;
 pub mod prepare;
 pub mod round;
 pub mod run;
-pub mod state;
-pub mod transcript;
+pub mod validate;
 
-pub use prepare::{parse_request, prepare, Prepared};
+pub use prepare::{prepare, Context};
 pub use run::{run, Limits, Outcome};
+pub use validate::{parse_request, validate, Prepared};

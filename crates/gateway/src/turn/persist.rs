@@ -10,10 +10,11 @@ use serde_json::Value;
 use protocol::response::Response;
 
 use crate::store::{ConversationAppend, Store, StoreError, StoredResponse, TurnRecord};
-use crate::turn::state::Lease;
-use crate::turn::transcript::{Transcript, PROGRESS_ID_PREFIX};
+use crate::turn::lease::Lease;
+use crate::events::ids::PROGRESS_ID_PREFIX;
+use crate::transcript::Transcript;
 
-/// What to write when the turn ends, planned by `turn::state::prepare`.
+/// What to write when the turn ends, planned by `turn::prepare`.
 #[derive(Debug, Clone)]
 pub struct Persist {
     pub store: Arc<dyn Store>,

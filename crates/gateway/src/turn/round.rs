@@ -247,11 +247,11 @@ impl Round {
 
     /// The calls whose items are done (completed) while the round went on: a round cut
     /// short keeps them in the history, since the client may answer them.
-    pub fn completed_calls(&self) -> Vec<crate::turn::transcript::Call> {
+    pub fn completed_calls(&self) -> Vec<crate::transcript::Call> {
         self.calls
             .iter()
             .filter(|c| c.closed)
-            .map(|c| crate::turn::transcript::Call { call_id: c.call_id.clone(), name: c.name.clone(), arguments: c.arguments.clone() })
+            .map(|c| crate::transcript::Call { call_id: c.call_id.clone(), name: c.name.clone(), arguments: c.arguments.clone() })
             .collect()
     }
 
@@ -383,10 +383,10 @@ mod tests {
     /// first: every item is done before the next is added, whatever the upstream's order.
     #[test]
     fn items_never_overlap_whatever_follows_a_call() {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let mut emitter = Emitter::new(Response::default(), Some(crate::events::Sink::new(tx)));
+        let recorder = crate::events::Recorder::default();
+        let mut emitter = Emitter::new(Response::default(), Some(Box::new(recorder.clone())));
         let registry = crate::executors::Registry::default();
-        let tools = ToolSet::build(vec![serde_json::json!({"type":"function","name":"f"})], None, &registry).unwrap();
+        let tools = ToolSet::build(vec![serde_json::json!({"type":"function","name":"f"})], None, &registry, &Default::default()).unwrap();
         let (files, mut usage, mut round) = (FileSources::default(), Usage::default(), Round::default());
         let call = |index: usize| UpstreamEvent::ToolCall { index, id: None, name: Some("f".into()), arguments: Some("{}".into()) };
         for ev in [
@@ -403,14 +403,11 @@ mod tests {
         }
         round.close_all(&mut emitter, ItemStatus::Completed, &[]);
         drop(emitter);
-        let mut frames = String::new();
-        while let Ok(b) = rx.try_recv() {
-            frames.push_str(&String::from_utf8_lossy(&b));
-        }
+        let events: Vec<serde_json::Value> = recorder.events().iter().map(|(_, k)| serde_json::to_value(k).unwrap()).collect();
+        let frames = format!("{events:#?}");
         let mut open: Option<u64> = None;
         let mut added = 0;
-        for data in frames.lines().filter_map(|l| l.strip_prefix("data: ")) {
-            let e: serde_json::Value = serde_json::from_str(data).unwrap();
+        for e in &events {
             match e["type"].as_str().unwrap() {
                 "response.output_item.added" => {
                     assert_eq!(open, None, "item {} added while {open:?} is open:\n{frames}", e["output_index"]);

@@ -20,9 +20,13 @@ use crate::tools::{Owner, ToolChoice, ToolEntry, ToolKind};
 use serde_json::Value;
 use crate::turn::execute::{self, Exec, GatewayCall, ToolResult};
 use crate::turn::round::Round;
-use crate::turn::transcript::{Call, Transcript};
+use crate::transcript::{Call, Transcript};
 use crate::turn::Prepared;
-use crate::upstream::{chat_completions, ChatCompletions, FinishReason, RoundRequest, UpstreamError};
+use crate::turn::driver::Runner;
+use crate::turn::observer::{RoundReport, TurnInfo, TurnObserver, TurnReport};
+use crate::upstream::{FinishReason, RoundRequest, UpstreamError, UpstreamEvent};
+use tokio::time::Instant;
+use futures_util::StreamExt;
 
 /// Loop bounds (from `[tools]`).
 #[derive(Debug, Clone, Copy)]
@@ -53,7 +57,13 @@ pub struct Outcome {
 }
 
 /// Runs the turn to its one terminal event and returns the folded Response.
-pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitter, limits: Limits) -> Outcome {
+/// `runner` gives the upstream, the loop's bounds and the observer, which is told of each
+/// round, the first token, each gateway call and the end.
+pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outcome {
+    let (upstream, limits, observer) = (&*runner.upstream, runner.limits, &*runner.observer);
+    let started = Instant::now();
+    let info = TurnInfo { response_id: emitter.response().id.clone(), model: turn.upstream_model.clone() };
+    let mut first_token = false;
     let Prepared { upstream_model, mut transcript, tools, mut sampling, max_output_tokens, max_tool_calls, include, executors, file_stores, cancel, .. } = turn;
     let include_sources = include.iter().any(|i| i == "web_search_call.action.sources");
     let bind_ctx = BindContext {
@@ -70,12 +80,13 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
     emitter.start();
     let mut choice = tools.choice.clone();
     let max_rounds = limits.max_rounds.max(1);
+    let mut done_ctx = Ended { observer, info: &info, started, rounds: 0 };
     for round_no in 0..max_rounds {
         let last = round_no + 1 == max_rounds;
         if let Some(cap) = max_output_tokens {
             let left = cap.saturating_sub(usage.output_tokens);
             if left == 0 {
-                return finish(emitter, transcript, &mut files, Terminal::Incomplete("max_output_tokens".into()), usage, None);
+                return finish(&done_ctx, emitter, transcript, &mut files, Terminal::Incomplete("max_output_tokens".into()), usage, None);
             }
             sampling.max_tokens = Some(left);
         }
@@ -94,15 +105,24 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
         let restricted = tools.restricted_to(&declared);
         let offered = restricted.as_ref().unwrap_or(&tools);
         let mut round = Round::new(last, sampling.parallel_tool_calls == Some(false));
+        observer.round_started(&info, round_no);
+        done_ctx.rounds = round_no + 1;
+        let round_start = Instant::now();
+        let mut round_usage = Usage::default();
         let streamed = async {
-            match upstream.stream(&req).await {
+            match upstream.stream_round(&req).await {
                 Err(e) => Some(e),
                 Ok(mut stream) => loop {
                     match stream.next().await {
                         None => break None,
-                        // An error inside the stream is classified as an HTTP answer is.
-                        Some(Err(e)) => break Some(chat_completions::about_the_model(e, &upstream_model)),
-                        Some(Ok(ev)) => round.on_event(ev, offered, emitter, &mut usage, &files, &sources),
+                        Some(Err(e)) => break Some(e),
+                        Some(Ok(ev)) => {
+                            if !first_token && is_output(&ev) {
+                                first_token = true;
+                                observer.first_token(&info, started.elapsed());
+                            }
+                            round.on_event(ev, offered, emitter, &mut round_usage, &files, &sources)
+                        }
                     }
                 },
             }
@@ -110,16 +130,21 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
         let failure = tokio::select! {
             f = streamed => f,
             () = cancel.cancelled() => {
+                usage.add(&round_usage);
+                observer.round_done(&info, &RoundReport { round: round_no, latency: round_start.elapsed(), usage: round_usage, error: Some("interrupted") });
                 close_cut_round(&mut round, emitter, &sources, &mut transcript);
-                return finish(emitter, transcript, &mut files, Terminal::Interrupted, usage, None);
+                return finish(&done_ctx, emitter, transcript, &mut files, Terminal::Interrupted, usage, None);
             }
         };
+        usage.add(&round_usage);
+        let error = failure.as_ref().map(UpstreamError::code);
+        observer.round_done(&info, &RoundReport { round: round_no, latency: round_start.elapsed(), usage: round_usage, error });
         if let Some(err) = failure {
             // Upstream messages never hold the URL's credentials or the key (`UpstreamError`).
             tracing::warn!(code = err.code(), error = %err, "turn failed on the upstream");
             close_cut_round(&mut round, emitter, &sources, &mut transcript);
             let terminal = Terminal::Failed { code: err.code().into(), message: err.to_string() };
-            return finish(emitter, transcript, &mut files, terminal, usage, Some(err));
+            return finish(&done_ctx, emitter, transcript, &mut files, terminal, usage, Some(err));
         }
         // A truncated round is never executed: its calls are closed as incomplete.
         let truncated = match round.finish {
@@ -129,14 +154,14 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
         };
         if let Some(reason) = truncated {
             close_cut_round(&mut round, emitter, &sources, &mut transcript);
-            return finish(emitter, transcript, &mut files, Terminal::Incomplete(reason.into()), usage, None);
+            return finish(&done_ctx, emitter, transcript, &mut files, Terminal::Incomplete(reason.into()), usage, None);
         }
         // The last round went upstream without tools: a call the model writes anyway was
         // dropped as it came (neither executed nor returned), and the turn ends with its answer.
         let text = round.close_message(emitter, ItemStatus::Completed, &sources);
         if round.calls.is_empty() || last {
             push_text(&mut transcript, text);
-            return finish(emitter, transcript, &mut files, Terminal::Completed, usage, None);
+            return finish(&done_ctx, emitter, transcript, &mut files, Terminal::Completed, usage, None);
         }
         let mut gateway = Vec::new();
         let mut answers: Vec<ToolResult> = Vec::new();
@@ -204,13 +229,13 @@ pub async fn run(turn: Prepared, upstream: &ChatCompletions, emitter: &mut Emitt
                 }
                 call.finish_item(entry.kind.is_custom(), emitter);
             }
-            return finish(emitter, transcript, &mut files, Terminal::Completed, usage, None);
+            return finish(&done_ctx, emitter, transcript, &mut files, Terminal::Completed, usage, None);
         }
         if ran_gateway {
             choice = choice.relaxed();
         }
     }
-    finish(emitter, transcript, &mut files, Terminal::Completed, usage, None)
+    finish(&done_ctx, emitter, transcript, &mut files, Terminal::Completed, usage, None)
 }
 
 /// What binding a gateway call needs besides the call: the executors, the `include`
@@ -275,11 +300,31 @@ fn push_text(transcript: &mut Transcript, text: String) {
     }
 }
 
-fn finish(emitter: &mut Emitter, mut transcript: Transcript, files: &mut FileSources, terminal: Terminal, usage: Usage, err: Option<UpstreamError>) -> Outcome {
+/// What the end of a turn reports to the observer.
+struct Ended<'a> {
+    observer: &'a dyn TurnObserver,
+    info: &'a TurnInfo,
+    started: Instant,
+    rounds: usize,
+}
+
+/// True for the events that are model output (the first one is the turn's first token).
+fn is_output(ev: &UpstreamEvent) -> bool {
+    matches!(ev, UpstreamEvent::Text(_) | UpstreamEvent::Reasoning(_) | UpstreamEvent::Refusal(_) | UpstreamEvent::ToolCall { .. })
+}
+
+fn finish(ended: &Ended<'_>, emitter: &mut Emitter, mut transcript: Transcript, files: &mut FileSources, terminal: Terminal, usage: Usage, err: Option<UpstreamError>) -> Outcome {
     transcript.file_sources = std::mem::take(&mut files.list);
     if let Terminal::Failed { code, message } = &terminal {
         emitter.error_event(code, message);
     }
     let response = emitter.finish(terminal, usage);
+    let report = TurnReport {
+        status: response.status,
+        usage: response.usage.clone().unwrap_or_default(),
+        rounds: ended.rounds,
+        duration: ended.started.elapsed(),
+    };
+    ended.observer.turn_done(ended.info, &report);
     Outcome { response, transcript, upstream_error: err }
 }

@@ -1,17 +1,126 @@
-//! Upstream model servers. One turn pipeline drives them through [`UpstreamEvent`]s;
-//! only the adapter differs per upstream kind (DESIGN.md "Layout").
+//! Upstream model servers behind one seam, [`ModelClient`] (DESIGN.md "The three seams"):
+//! the turn hands it a neutral [`RoundRequest`] (transcript, [`UpstreamTool`] declarations,
+//! [`ToolChoice`], [`Sampling`]) and reads the round back as neutral [`UpstreamEvent`]s. Each
+//! wire API is one adapter folder that renders both (`chat/`: Chat Completions);
+//! [`connect`] picks it from `[upstream]`.
 
-pub mod chat_completions;
-pub mod chat_request;
+pub mod chat;
+pub mod connect;
 pub mod redact;
 
+use std::pin::Pin;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use futures_util::Stream;
+use protocol::request::TextFormat;
 use protocol::response::Usage;
 use serde_json::Value;
 
-use crate::tools::{ToolChoice, UpstreamFunction};
-use crate::turn::transcript::Transcript;
+use crate::transcript::Transcript;
 
-pub use chat_completions::{ChatCompletions, RoundStream};
+pub use connect::connect;
+
+/// The wire API an upstream speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UpstreamApi {
+    /// `POST {base}/chat/completions` (contract §11).
+    #[default]
+    ChatCompletions,
+    /// `POST {base}/responses`.
+    Responses,
+}
+
+/// What an upstream can do, from `[upstream]`: the API it speaks and the tool types it takes
+/// in their native form (`upstream.native_tools`). Capabilities never change who owns a
+/// tool (DESIGN.md "Ownership model"); they only change how it is declared.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UpstreamCaps {
+    pub api: UpstreamApi,
+    /// Responses tool types declared natively, e.g. `custom`.
+    pub native_tools: Vec<String>,
+}
+
+impl UpstreamCaps {
+    /// True when this upstream takes `tool_type` (a Responses tool type) natively.
+    pub fn renders_native(&self, tool_type: &str) -> bool {
+        self.native_tools.iter().any(|t| t == tool_type)
+    }
+}
+
+/// One tool as the model sees it, neutral to the wire API: a function (`name`,
+/// `description`, `parameters` as JSON Schema, `strict`), or its native form when the
+/// upstream takes the tool type natively.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpstreamTool {
+    /// The model-visible name (`namespace__name` for namespace members).
+    pub name: String,
+    pub description: Option<String>,
+    /// JSON Schema of the arguments object.
+    pub parameters: Value,
+    pub strict: Option<bool>,
+    /// The native declaration, used instead of the function when set; the ToolSet keeps it
+    /// only when [`UpstreamCaps::renders_native`] says so.
+    pub native: Option<NativeTool>,
+}
+
+impl UpstreamTool {
+    /// True when the upstream sees this tool in its native form.
+    pub fn is_native(&self) -> bool {
+        self.native.is_some()
+    }
+}
+
+/// A tool's native declaration: its Responses tool type and the declaration in the
+/// Responses shape (contract §2, e.g. `{type:"custom", name, description, format}` with the
+/// model-visible name); each adapter renders it in its wire API's shape.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NativeTool {
+    pub tool_type: String,
+    pub declaration: Value,
+}
+
+/// The resolved tool choice (contract §3); names are model-visible names.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum ToolChoice {
+    /// No tool is declared upstream and none is executed.
+    None,
+    #[default]
+    Auto,
+    Required,
+    /// Forces one tool.
+    Named(String),
+    /// Only these tools are declared upstream; `required` forces one of them.
+    Allowed { required: bool, names: Vec<String> },
+}
+
+impl ToolChoice {
+    /// After a round that executed gateway tools, a forcing choice (`required`, a named
+    /// tool, `allowed_tools` in `required` mode) drops back to `auto`, so the loop cannot spin.
+    pub fn relaxed(self) -> ToolChoice {
+        match self {
+            ToolChoice::Required | ToolChoice::Named(_) => ToolChoice::Auto,
+            ToolChoice::Allowed { names, .. } => ToolChoice::Allowed { required: false, names },
+            other => other,
+        }
+    }
+}
+
+/// One round as it streams: neutral events, or an error (credentials already redacted).
+pub type UpstreamStream = Pin<Box<dyn Stream<Item = Result<UpstreamEvent, UpstreamError>> + Send>>;
+
+/// A model server (DESIGN.md "The three seams"): one implementation per wire API.
+pub trait ModelClient: Send + Sync + std::fmt::Debug {
+    /// What this upstream speaks and which native tool declarations it takes.
+    fn caps(&self) -> &UpstreamCaps;
+    /// Starts one streamed round. Errors: the upstream refused the request (`Status`, or
+    /// `UnknownModel` for its 404 naming the model), could not be reached, timed out (no
+    /// byte for `upstream.idle_timeout_ms`) or answered something unreadable (`Protocol`).
+    fn stream_round<'a>(&'a self, req: &'a RoundRequest<'a>) -> BoxFuture<'a, Result<UpstreamStream, UpstreamError>>;
+    /// The upstream's model list, `{"object":"list","data":[…]}` as it sent it (`/v1/models`,
+    /// `/readyz`), waiting at most `timeout`.
+    fn models(&self, timeout: Duration) -> BoxFuture<'_, Result<Value, UpstreamError>>;
+}
 
 /// Why the upstream stopped a round (contract §11 `finish_reason`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,10 +154,11 @@ pub struct Sampling {
     /// Output-token cap for this round (what is left of `max_output_tokens`).
     pub max_tokens: Option<u64>,
     pub parallel_tool_calls: Option<bool>,
-    /// Chat Completions `response_format` (from `text.format`).
-    pub response_format: Option<Value>,
+    /// `text.format` (contract §1): `json_schema` or `json_object` constrain the answer;
+    /// `None` or `text` for plain text.
+    pub text_format: Option<TextFormat>,
     pub user: Option<String>,
-    /// Chat Completions `reasoning_effort` (from `reasoning.effort`).
+    /// `reasoning.effort` (contract §1), when set.
     pub reasoning_effort: Option<String>,
 }
 
@@ -57,7 +167,7 @@ pub struct Sampling {
 pub struct RoundRequest<'a> {
     pub model: &'a str,
     pub transcript: &'a Transcript,
-    pub tools: &'a [&'a UpstreamFunction],
+    pub tools: &'a [&'a UpstreamTool],
     pub tool_choice: &'a ToolChoice,
     pub sampling: &'a Sampling,
 }
@@ -99,16 +209,6 @@ impl UpstreamError {
         }
     }
 
-    /// `response.error.code` of the failed Response, one of the codes the SDK's
-    /// `ResponseError` allows: `invalid_prompt` for the upstream's refusal of the request
-    /// (clients such as Codex CLI do not retry it), `rate_limit_exceeded`, else `server_error`.
-    pub fn response_code(code: &str) -> &'static str {
-        match code {
-            "upstream_rejected_request" | "context_length_exceeded" | "model_not_found" => "invalid_prompt",
-            "rate_limit_exceeded" => "rate_limit_exceeded",
-            _ => "server_error",
-        }
-    }
 }
 
 impl UpstreamError {
@@ -131,25 +231,25 @@ fn is_context_length(message: &str) -> bool {
 }
 
 impl UpstreamError {
-    /// The HTTP answer for a non-streamed turn that failed on the upstream: the upstream's
+    /// The error of a non-streamed turn that failed on the upstream: the upstream's
     /// own request errors (400, 413, 422) are the client's 400, an unknown model is a 404
     /// naming `model`, and a 429 stays a 429, so SDKs do not retry a request that cannot
     /// succeed; a timeout is a 504; anything else
     /// (unreachable, 5xx, auth or routing errors of the gateway's own credentials, broken
     /// streams) is a 502.
-    pub fn to_http(&self) -> crate::error::HttpError {
-        use axum::http::StatusCode;
+    pub fn to_error(&self) -> crate::error::GatewayError {
+        use crate::error::ErrorKind;
         let code = self.code();
         let (status, kind) = match self {
-            _ if code == "model_not_found" => (StatusCode::NOT_FOUND, "invalid_request_error"),
-            UpstreamError::Status { status: 400 | 413 | 422, .. } => (StatusCode::BAD_REQUEST, "invalid_request_error"),
-            UpstreamError::Status { status: 429, .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limit_error"),
-            UpstreamError::Timeout(_) => (StatusCode::GATEWAY_TIMEOUT, "server_error"),
-            _ => (StatusCode::BAD_GATEWAY, "server_error"),
+            _ if code == "model_not_found" => (ErrorKind::NotFound, "invalid_request_error"),
+            UpstreamError::Status { status: 400 | 413 | 422, .. } => (ErrorKind::BadRequest, "invalid_request_error"),
+            UpstreamError::Status { status: 429, .. } => (ErrorKind::RateLimited, "rate_limit_error"),
+            UpstreamError::Timeout(_) => (ErrorKind::GatewayTimeout, "server_error"),
+            _ => (ErrorKind::BadGateway, "server_error"),
         };
         let param = (code == "model_not_found").then(|| "model".to_string());
-        crate::error::HttpError {
-            status,
+        crate::error::GatewayError {
+            kind: status,
             error: protocol::ApiError { message: self.to_string(), kind: kind.into(), param, code: Some(code.into()) },
         }
     }

@@ -417,7 +417,8 @@ async fn a_connection_dropped_before_any_response_byte_is_retried_once() {
 /// credentials it may echo are redacted.
 #[tokio::test]
 async fn in_stream_error_chunks_are_classified_and_redacted() {
-    use responses_gateway::upstream::{RoundStream, UpstreamError};
+    use responses_gateway::upstream::chat::RoundStream;
+    use responses_gateway::upstream::UpstreamError;
     let secret = std::sync::Arc::new(responses_gateway::upstream::redact::Secrets::new(["sk-stream-secret-9".to_string()]));
     for chunk in [
         r#"{"error":{"message":"This model's maximum context length is 4096 tokens (key sk-stream-secret-9)","code":400}}"#,

@@ -7,8 +7,10 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use responses_gateway::executors::Registry;
-use responses_gateway::turn::{parse_request, prepare};
-use responses_gateway::upstream::{RoundStream, UpstreamEvent};
+use responses_gateway::turn::continuation::Continuation;
+use responses_gateway::turn::{parse_request, validate};
+use responses_gateway::upstream::chat::RoundStream;
+use responses_gateway::upstream::UpstreamEvent;
 use serde_json::{json, Value};
 
 const CASES: u32 = 10_000;
@@ -18,7 +20,7 @@ static REGISTRY: std::sync::LazyLock<std::sync::Arc<Registry>> =
 
 fn parse_and_prepare(bytes: &[u8]) {
     if let Ok(req) = parse_request(bytes) {
-        let _ = prepare(req, None, false, &REGISTRY);
+        let _ = validate(req, None, false, &REGISTRY, &Default::default(), Continuation::default());
     }
 }
 

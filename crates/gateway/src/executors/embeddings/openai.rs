@@ -57,7 +57,7 @@ impl OpenAiEmbedder {
     /// is sent as is; `api_key` (optional) goes in `Authorization: Bearer`; `timeout` bounds
     /// each request of at most [`MAX_BATCH`] texts. Errors on a URL that is not http(s).
     pub fn new(base: &str, model: &str, api_key: Option<String>, timeout: Duration) -> anyhow::Result<Self> {
-        crate::install_crypto();
+        crate::crypto::install();
         let endpoint = format!("{}/embeddings", base.trim_end_matches('/'));
         let endpoint = reqwest::Url::parse(&endpoint)
             .map_err(|e| anyhow::anyhow!("file_search.embedded.embeddings.url is not a valid URL: {e}"))?;

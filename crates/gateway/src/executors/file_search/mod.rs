@@ -3,7 +3,8 @@
 //! stores (OGX) both implement it; [`FileSearchRouter`] picks the executor per store id
 //! (embedded first, then `[file_search.stores]`, then `[file_search].default`).
 
-pub mod config;
+/// `[file_search]` settings (defined with the rest of the configuration).
+pub use crate::config::file_search as config;
 pub mod filters;
 pub mod render;
 pub mod router;

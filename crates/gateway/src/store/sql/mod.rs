@@ -23,7 +23,7 @@ use super::{
     BackendKind, Conversation, ConversationContext, LeaseOutcome, ListQuery, Lookup, NewConversation, Order,
     Page, Store, StoreConfig, StoreError, TurnRecord,
 };
-use crate::turn::transcript::Transcript;
+use crate::transcript::Transcript;
 
 /// The versioned migrations, embedded in the binary and run at start (same SQL on both
 /// backends; the applied versions are recorded in `_sqlx_migrations`).

@@ -8,7 +8,7 @@ use sqlx::Row;
 
 use super::{db_err, item_id, limited, paginate, parse, to_json, SqlStore};
 use crate::store::{ListQuery, Page, StoreError, StoredResponse, TurnRecord};
-use crate::turn::transcript::Transcript;
+use crate::transcript::Transcript;
 
 /// Which JSON column of `responses` to load.
 #[derive(Clone, Copy)]

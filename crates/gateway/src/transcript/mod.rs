@@ -2,11 +2,10 @@
 //! request's `instructions` and `input` items (contract §4), extended by each round.
 
 mod content;
+pub mod custom;
 mod order;
-mod searches;
 
 use content::{message, tool_output_content};
-use searches::{file_search_replay, web_search_replay};
 use protocol::input::{InputItem, Role, ToolOutput};
 use protocol::output::Phase;
 use protocol::ApiError;
@@ -14,11 +13,9 @@ use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::tools::{custom, visible_name};
+use crate::events::file_citations::FileSource;
 
-/// Id prefix of progress (commentary) messages that exist only in streams; a replayed
-/// message with this prefix is dropped.
-pub const PROGRESS_ID_PREFIX: &str = "msg_progress_";
+pub use crate::events::ids::PROGRESS_ID_PREFIX;
 
 /// A user content part.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -57,7 +54,7 @@ pub struct Transcript {
     /// The file-search chunks shown so far, in marker order (`【N】` names the N-th): a
     /// continuation cites earlier turns' chunks and numbers new ones after them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub file_sources: Vec<crate::events::file_citations::FileSource>,
+    pub file_sources: Vec<FileSource>,
     /// `(item id, call id, query)` of this turn's `web_search_call` items (not stored in the
     /// transcript: the store keeps their results by item id).
     #[serde(skip)]
@@ -180,23 +177,46 @@ impl Transcript {
     }
 }
 
+/// A tool call item of the input as the model saw it: the call under its model-visible
+/// name, and for a gateway tool's item (`web_search_call`, `file_search_call`) the result
+/// the model read (a client call's output is an item of its own).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Replayed {
+    pub call: Call,
+    pub result: Option<String>,
+    /// What the call asked (web search: its query): a private result stored with the item
+    /// (`restored`) replaces `result` only when the stored call asked the same.
+    pub private_key: Option<String>,
+}
+
+/// How tool call items replay (implemented by `tools::replay`, one duty of each tool
+/// type), so that the transcript knows no tool type.
+pub trait ToolReplay {
+    /// The call (and result) that `item` stands for; `None` when no tool type replays it.
+    /// A file search's replayed chunks are appended to `file_sources` (numbered after them).
+    fn replay(&self, item: &InputItem, file_sources: &mut Vec<FileSource>) -> Option<Replayed>;
+    /// True when the model-visible `name` is a gateway-owned (server) tool.
+    fn is_server_tool(&self, name: &str) -> bool;
+}
+
 /// Builds the transcript. Errors (400): nothing for the model (no entry, no instructions),
 /// a tool output whose `call_id` matches no earlier
 /// call or repeats one, a call with no output (`No tool output found for function call …`),
 /// an unsupported `input_file`, an `item_reference` (needs a stored response). A replayed
-/// call of a server tool (`is_server_tool`) without its output — an older SDK drops
+/// call of a server tool ([`ToolReplay::is_server_tool`]) without its output — an older SDK drops
 /// `custom_tool_call_output` — is dropped instead, and one replayed as `incomplete` is left
 /// out. Consecutive assistant messages join into one (chat templates want turns to
 /// alternate): as written after a `commentary` one, else with a blank line. `base` is the
 /// stored transcript a continuation starts from; its unanswered calls may be answered here.
-/// `restored`: stored `(query, results)` of replayed `web_search_call` items, by item id.
+/// `restored`: stored private `(key, result)` of replayed gateway tool items, by item id.
 pub fn build(
     base: Option<Transcript>,
     instructions: Option<&str>,
     items: &[InputItem],
-    is_server_tool: &dyn Fn(&str) -> bool,
+    tools: &dyn ToolReplay,
     restored: &HashMap<String, (String, String)>,
 ) -> Result<Transcript, ApiError> {
+    let is_server_tool = |name: &str| tools.is_server_tool(name);
     let mut t = base.unwrap_or_default();
     t.instructions = instructions.filter(|s| !s.is_empty()).map(str::to_string);
     let mut system = std::mem::take(&mut t.system_messages);
@@ -231,7 +251,12 @@ pub fn build(
             InputItem::CustomToolCall(c) if c.status.as_deref() == Some("incomplete") => {}
             InputItem::FunctionCall(_) | InputItem::CustomToolCall(_) => {
                 after_commentary = false;
-                let Some((call_id, call)) = replayed_call(item) else { continue };
+                let Some(Replayed { call, .. }) = tools.replay(item, &mut t.file_sources) else { continue };
+                let call_id = match item {
+                    InputItem::FunctionCall(c) => c.call_id.as_str(),
+                    InputItem::CustomToolCall(c) => c.call_id.as_str(),
+                    _ => continue,
+                };
                 if !new_call(&mut calls, stored_calls, call_id, &param)? {
                     continue;
                 }
@@ -250,33 +275,26 @@ pub fn build(
                 after_output = !server_calls.contains(call_id.as_str());
                 t.push_tool_result(call_id, content);
             }
-            InputItem::WebSearchCall(ws) => {
-                // The results are private: a replayed search becomes the call plus the stored
-                // results (`restored`, for a stored turn) or a tool message rebuilt from its
-                // query and sources.
-                let (call, result, query) = web_search_replay(ws);
-                t.push_call(call, std::mem::take(&mut after_output));
-                // A stored turn's results come back as the model saw them, if the replayed
-                // item still asks what the stored one asked.
-                let result = match restored.get(&ws.id) {
-                    Some((stored_query, output)) if *stored_query == query => output.clone(),
-                    _ => result,
-                };
-                t.push_tool_result(ws.id.clone(), result);
-            }
-            InputItem::FileSearchCall(fs) => {
-                // Lossy without `include: ["file_search_call.results"]`: then only the
-                // queries come back. With results, the chunks are shown again as they were.
-                let (call, result) = file_search_replay(fs, &mut t.file_sources);
-                t.push_call(call, std::mem::take(&mut after_output));
-                t.push_tool_result(fs.id.clone(), result);
-            }
             InputItem::Reasoning(_) | InputItem::Other { .. } => {}
             InputItem::ItemReference { id } => {
                 return Err(ApiError::invalid(
                     param,
                     format!("Item with id '{id}' not found: item references need a stored response."),
                 ))
+            }
+            // A gateway tool's item (`web_search_call`, `file_search_call`): its call and the
+            // result the model read. A private result stored with the item (a stored turn's
+            // search results) comes back as the model saw it, if the replayed item still asks
+            // what the stored one asked; else the result is rebuilt from the item (lossy).
+            hosted => {
+                let Some(Replayed { call, result, private_key }) = tools.replay(hosted, &mut t.file_sources) else { continue };
+                let result = match (restored.get(&call.call_id), &private_key) {
+                    (Some((stored_key, output)), Some(key)) if stored_key == key => output.clone(),
+                    _ => result.unwrap_or_default(),
+                };
+                let call_id = call.call_id.clone();
+                t.push_call(call, std::mem::take(&mut after_output));
+                t.push_tool_result(call_id, result);
             }
         }
     }
@@ -285,7 +303,7 @@ pub fn build(
     }
     let unanswered: Vec<&str> = calls.ids.iter().filter(|(_, answered)| !answered).map(|(id, _)| id.as_str()).collect();
     if !unanswered.is_empty() {
-        if let Some(call_id) = t.drop_server_calls(&unanswered, is_server_tool) {
+        if let Some(call_id) = t.drop_server_calls(&unanswered, &is_server_tool) {
             return Err(ApiError::invalid(
                 Some("input".to_string()),
                 format!("No tool output found for function call {call_id}."),
@@ -304,23 +322,6 @@ pub fn build(
     t.pair_tool_results();
     t.order_tool_results();
     Ok(t)
-}
-
-/// The model-visible name of the gateway's web search function.
-pub const WEB_SEARCH_FUNCTION: &str = "web_search";
-
-/// A replayed `function_call` or `custom_tool_call` as its `call_id` and the call under its
-/// model-visible name (a custom call's raw input as the function's one argument).
-fn replayed_call(item: &InputItem) -> Option<(&str, Call)> {
-    let (call_id, name, namespace, arguments) = match item {
-        // Servers that parse the arguments refuse an empty string: a function without them
-        // was called with `{}`.
-        InputItem::FunctionCall(c) if c.arguments.trim().is_empty() => (&c.call_id, &c.name, c.namespace.as_deref(), "{}".to_string()),
-        InputItem::FunctionCall(c) => (&c.call_id, &c.name, c.namespace.as_deref(), c.arguments.clone()),
-        InputItem::CustomToolCall(c) => (&c.call_id, &c.name, c.namespace.as_deref(), custom::arguments_from_input(&c.input)),
-        _ => return None,
-    };
-    Some((call_id.as_str(), Call { call_id: call_id.clone(), name: visible_name(name, namespace), arguments }))
 }
 
 /// Records a replayed call's `call_id` in `calls`; false when it repeats a call of the stored
@@ -391,12 +392,36 @@ fn answer(o: &ToolOutput, param: &str, calls: &mut CallLog) -> Result<String, Ap
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The replay of client calls as the tool types do it (`tools::replay`), with
+    /// `package_version` as the one server tool: the transcript's rules alone are under test.
+    pub(crate) struct TestReplay;
+
+    impl ToolReplay for TestReplay {
+        fn replay(&self, item: &InputItem, _: &mut Vec<FileSource>) -> Option<Replayed> {
+            let call = match item {
+                InputItem::FunctionCall(c) => {
+                    let arguments = if c.arguments.trim().is_empty() { "{}".to_string() } else { c.arguments.clone() };
+                    Call { call_id: c.call_id.clone(), name: c.name.clone(), arguments }
+                }
+                InputItem::CustomToolCall(c) => {
+                    Call { call_id: c.call_id.clone(), name: c.name.clone(), arguments: json!({"input": c.input}).to_string() }
+                }
+                _ => return None,
+            };
+            Some(Replayed { call, result: None, private_key: None })
+        }
+
+        fn is_server_tool(&self, name: &str) -> bool {
+            name == "package_version"
+        }
+    }
+
     fn b(i: Option<&str>, items: &[InputItem]) -> Result<Transcript, ApiError> {
-        build(None, i, items, &|n| n == "package_version", &Default::default())
+        build(None, i, items, &TestReplay, &Default::default())
     }
 
     #[test]
@@ -563,7 +588,7 @@ mod tests {
         let t = build(Some(stored), None, &items(json!([
             {"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},
             {"type":"function_call_output","call_id":"c1","output":"rc1"}
-        ])), &|_| false, &Default::default()).unwrap();
+        ])), &TestReplay, &Default::default()).unwrap();
         assert_eq!(t.entries, vec![Entry::Assistant { text: String::new(), calls: vec![call("c1")] }, result("c1")]);
     }
 

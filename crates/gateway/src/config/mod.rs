@@ -11,6 +11,9 @@ use figment::providers::{Env, Format, Serialized, Toml};
 use figment::Figment;
 use serde::{Deserialize, Serialize};
 
+pub mod file_search;
+pub mod store;
+
 /// The whole configuration.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -24,9 +27,9 @@ pub struct Config {
     pub server_tools: ServerToolsConfig,
     pub web_search: WebSearchConfig,
     /// `[file_search]`: executors per vector store, the embedded store and its embeddings.
-    pub file_search: crate::executors::file_search::config::FileSearchConfig,
-    /// `[store]`: where stored responses and conversations live (see `store::StoreConfig`).
-    pub store: crate::store::StoreConfig,
+    pub file_search: file_search::FileSearchConfig,
+    /// `[store]`: where stored responses and conversations live (see [`store::StoreConfig`]).
+    pub store: store::StoreConfig,
 }
 
 /// `[web_search]`: where gateway-owned web searches run. A request never selects a backend.
@@ -121,9 +124,17 @@ pub struct PackageVersionConfig {
     pub allow: Vec<String>,
 }
 
+/// The gateway's own component name (`package_version`'s first allowed name).
+pub const SELF_NAME: &str = "responses-gateway";
+
+/// `package_version`'s default allowlist: the gateway itself and its main runtime crates.
+pub fn default_allow() -> Vec<String> {
+    [SELF_NAME, "tokio", "axum", "reqwest", "hyper", "serde"].iter().map(|s| s.to_string()).collect()
+}
+
 impl Default for PackageVersionConfig {
     fn default() -> Self {
-        PackageVersionConfig { enabled: true, allow: crate::executors::components::default_allow() }
+        PackageVersionConfig { enabled: true, allow: default_allow() }
     }
 }
 
@@ -212,7 +223,7 @@ impl Default for Config {
             server_tools: ServerToolsConfig::default(),
             web_search: WebSearchConfig::default(),
             file_search: Default::default(),
-            store: crate::store::StoreConfig::default(),
+            store: store::StoreConfig::default(),
         }
     }
 }
@@ -320,7 +331,7 @@ impl Config {
     /// would. Errors name the variable and the setting.
     pub fn check_start_secrets(&self) -> anyhow::Result<()> {
         self.upstream_api_key()?;
-        if self.store.backend == crate::store::config::BackendKind::Postgres {
+        if self.store.backend == store::BackendKind::Postgres {
             let var = self.store.url_env.as_deref().ok_or_else(|| anyhow::anyhow!("store.url_env is not set"))?;
             Config::secret(Some(var), "store.url_env")?;
         }

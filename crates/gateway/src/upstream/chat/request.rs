@@ -11,9 +11,10 @@ use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::RoundRequest;
-use crate::tools::{ToolChoice, UpstreamFunction};
-use crate::turn::transcript::{Call, Entry, Transcript, UserPart};
+use protocol::request::TextFormat;
+
+use crate::upstream::{NativeTool, RoundRequest, ToolChoice, UpstreamTool};
+use crate::transcript::{Call, Entry, Transcript, UserPart};
 
 /// The encoded body of one round (UTF-8 JSON bytes). Errors only if a value cannot be
 /// encoded as JSON (a map with non-string keys), which the gateway never builds.
@@ -53,8 +54,8 @@ impl Serialize for Body<'_, '_> {
         if let Some(n) = sp.max_tokens {
             m.serialize_entry("max_tokens", &n)?;
         }
-        if let Some(f) = &sp.response_format {
-            m.serialize_entry("response_format", f)?;
+        if let Some(f) = sp.text_format.as_ref().and_then(response_format) {
+            m.serialize_entry("response_format", &f)?;
         }
         if let Some(u) = &sp.user {
             m.serialize_entry("user", u)?;
@@ -94,7 +95,52 @@ fn tool_choice(choice: &ToolChoice, native: &[&str]) -> Value {
     }
 }
 
-struct Tools<'a>(&'a [&'a UpstreamFunction]);
+/// `text.format` as Chat Completions `response_format`: `{type:"json_schema",
+/// json_schema:{name, schema, description?, strict?}}` or `{type:"json_object"}`; plain text
+/// sends none.
+fn response_format(format: &TextFormat) -> Option<Value> {
+    match format {
+        TextFormat::JsonSchema { name, schema, description, strict } => {
+            let mut js = json!({"name": name, "schema": schema});
+            if let Some(d) = description {
+                js["description"] = json!(d);
+            }
+            if let Some(s) = strict {
+                js["strict"] = json!(s);
+            }
+            Some(json!({"type": "json_schema", "json_schema": js}))
+        }
+        TextFormat::JsonObject => Some(json!({"type": "json_object"})),
+        TextFormat::Text => None,
+    }
+}
+
+/// A native declaration in Chat Completions' shape. `custom`: OpenAI's `{type:"custom",
+/// custom:{name, description?, format}}` with `format` `{type:"text"}` or `{type:"grammar",
+/// grammar:{syntax, definition}}` (the Responses `format` of contract §2 rewritten); any
+/// other type as declared.
+fn native_declaration(native: &NativeTool) -> Value {
+    let d = &native.declaration;
+    if native.tool_type != "custom" {
+        return d.clone();
+    }
+    let mut custom = json!({"name": d.get("name").cloned().unwrap_or(Value::Null)});
+    if let Some(format) = d.get("format") {
+        custom["format"] = match format.get("type").and_then(Value::as_str) {
+            Some("grammar") => json!({"type": "grammar", "grammar": {
+                "syntax": format.get("syntax").cloned().unwrap_or(Value::Null),
+                "definition": format.get("definition").cloned().unwrap_or(Value::Null),
+            }}),
+            _ => json!({"type": "text"}),
+        };
+    }
+    if let Some(desc) = d.get("description").filter(|v| v.as_str().is_some_and(|s| !s.is_empty())) {
+        custom["description"] = desc.clone();
+    }
+    json!({"type": "custom", "custom": custom})
+}
+
+struct Tools<'a>(&'a [&'a UpstreamTool]);
 
 impl Serialize for Tools<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -108,12 +154,12 @@ impl Serialize for Tools<'_> {
 
 /// `{type:"function", function:{name, parameters, description?, strict?}}`, or the tool's
 /// native declaration.
-struct Tool<'a>(&'a UpstreamFunction);
+struct Tool<'a>(&'a UpstreamTool);
 
 impl Serialize for Tool<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         if let Some(native) = &self.0.native {
-            return native.serialize(s);
+            return native_declaration(native).serialize(s);
         }
         let mut m = s.serialize_map(Some(2))?;
         m.serialize_entry("type", "function")?;
@@ -122,7 +168,7 @@ impl Serialize for Tool<'_> {
     }
 }
 
-struct Function<'a>(&'a UpstreamFunction);
+struct Function<'a>(&'a UpstreamTool);
 
 impl Serialize for Function<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -235,7 +281,7 @@ impl Serialize for Calls<'_> {
         let mut seq = s.serialize_seq(Some(self.calls.len()))?;
         for c in self.calls {
             if self.native.contains(&c.name.as_str()) {
-                let input = crate::tools::custom::input_from_arguments(&c.arguments);
+                let input = crate::transcript::custom::input_from_arguments(&c.arguments);
                 seq.serialize_element(&json!({"id": c.call_id, "type": "custom", "custom": {"name": c.name, "input": input}}))?;
             } else {
                 seq.serialize_element(&FunctionCall(c))?;
@@ -290,19 +336,19 @@ mod tests {
             file_sources: Vec::new(),
             web_searches: Vec::new(),
         };
-        let weather = UpstreamFunction {
+        let weather = UpstreamTool {
             name: "get_weather".into(),
             description: Some("Weather".into()),
             parameters: json!({"type": "object"}),
             strict: Some(true),
             native: None,
         };
-        let sql = UpstreamFunction {
+        let sql = UpstreamTool {
             name: "sql".into(),
             description: None,
             parameters: json!({}),
             strict: None,
-            native: Some(json!({"type": "custom", "custom": {"name": "sql"}})),
+            native: Some(NativeTool { tool_type: "custom".into(), declaration: json!({"type": "custom", "name": "sql"}) }),
         };
         let tools = [&weather, &sql];
         let sampling = Sampling { temperature: Some(0.5), max_tokens: Some(7), parallel_tool_calls: Some(false), ..Sampling::default() };

@@ -1,6 +1,6 @@
-//! The Chat Completions adapter (contract §11): transcript → `POST {base}/chat/completions`
-//! with `stream: true`, and the SSE answer → [`UpstreamEvent`]s. SSE framing is parsed by
-//! the `sse-stream` crate.
+//! The Chat Completions adapter (contract §11), one [`ModelClient`]: a neutral round →
+//! `POST {base}/chat/completions` with `stream: true` (`request.rs` renders it), and the SSE
+//! answer → [`UpstreamEvent`]s. SSE framing is parsed by the `sse-stream` crate.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -19,8 +19,12 @@ use protocol::chat::{ChatChunk, ChatUsage};
 use protocol::response::{InputTokensDetails, OutputTokensDetails, Usage};
 use serde_json::Value;
 
-use super::redact::Secrets;
-use super::{chat_request, FinishReason, RoundRequest, UpstreamError, UpstreamEvent};
+use futures_util::future::BoxFuture;
+
+use crate::upstream::redact::Secrets;
+use crate::upstream::{FinishReason, ModelClient, RoundRequest, UpstreamCaps, UpstreamError, UpstreamEvent, UpstreamStream};
+
+pub mod request;
 
 /// A configured chat-completions upstream.
 #[derive(Debug, Clone)]
@@ -37,6 +41,7 @@ pub struct ChatCompletions {
     /// `[redacted]` in every error message.
     secrets: Arc<Secrets>,
     idle: Duration,
+    caps: UpstreamCaps,
 }
 
 /// `base` with `path` appended to its path; the query string stays at the end.
@@ -87,7 +92,7 @@ impl ChatCompletions {
     /// `base` is the OpenAI base URL including `/v1`; `idle` bounds every wait on the
     /// upstream (headers and each chunk); `pool_idle` closes unused pooled connections.
     pub fn new(base: &str, api_key: Option<String>, idle: Duration, connect: Duration, pool_idle: Duration) -> anyhow::Result<Self> {
-        crate::install_crypto();
+        crate::crypto::install();
         let client = reqwest::Client::builder()
             .connect_timeout(connect)
             .tcp_nodelay(true)
@@ -109,7 +114,13 @@ impl ChatCompletions {
         let _ = base.set_username("");
         let _ = base.set_password(None);
         let chat_url = endpoint(&base, "/chat/completions");
-        Ok(ChatCompletions { client, base, chat_url, api_key, basic, secrets, idle })
+        Ok(ChatCompletions { client, base, chat_url, api_key, basic, secrets, idle, caps: UpstreamCaps::default() })
+    }
+
+    /// The same upstream with these capabilities (`upstream.native_tools`).
+    pub fn with_caps(mut self, caps: UpstreamCaps) -> Self {
+        self.caps = caps;
+        self
     }
 
     fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
@@ -138,7 +149,7 @@ impl ChatCompletions {
     /// Starts one streamed round.
     pub async fn stream(&self, req: &RoundRequest<'_>) -> Result<RoundStream, UpstreamError> {
         let body = Bytes::from(
-            chat_request::encode(req).map_err(|e| UpstreamError::Protocol(format!("could not encode the request: {e}")))?,
+            request::encode(req).map_err(|e| UpstreamError::Protocol(format!("could not encode the request: {e}")))?,
         );
         let resp = self
             .send_once_more(self.idle, || {
@@ -372,6 +383,30 @@ impl RoundStream {
                 return Some(Err(e));
             }
         }
+    }
+}
+
+impl ModelClient for ChatCompletions {
+    fn caps(&self) -> &UpstreamCaps {
+        &self.caps
+    }
+
+    /// The round's stream; an error inside it is classified as an HTTP answer is (a 404
+    /// naming the model is `UnknownModel`).
+    fn stream_round<'a>(&'a self, req: &'a RoundRequest<'a>) -> BoxFuture<'a, Result<UpstreamStream, UpstreamError>> {
+        Box::pin(async move {
+            let rs = self.stream(req).await?;
+            let model = req.model.to_string();
+            let events = futures_util::stream::unfold((rs, model), |(mut rs, model)| async move {
+                let ev = rs.next().await?.map_err(|e| about_the_model(e, &model));
+                Some((ev, (rs, model)))
+            });
+            Ok(Box::pin(events) as UpstreamStream)
+        })
+    }
+
+    fn models(&self, timeout: Duration) -> BoxFuture<'_, Result<Value, UpstreamError>> {
+        Box::pin(ChatCompletions::models(self, timeout))
     }
 }
 

@@ -285,6 +285,7 @@ pub(super) fn tool_output_content(o: &ToolOutputContent, param: &str) -> Result<
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::TestReplay;
     use super::super::{build, Transcript};
     use super::*;
     use protocol::input::InputItem;
@@ -292,7 +293,7 @@ mod tests {
 
     fn b(items: serde_json::Value) -> Result<Transcript, ApiError> {
         let items: Vec<InputItem> = serde_json::from_value(items).unwrap();
-        build(None, None, &items, &|_| false, &Default::default())
+        build(None, None, &items, &TestReplay, &Default::default())
     }
 
     #[test]

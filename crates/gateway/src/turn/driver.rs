@@ -1,0 +1,79 @@
+//! The run driver: a prepared turn runs against an [`EventSink`] (or none), apart from any
+//! transport (DESIGN.md "The three seams"). A stored turn is committed before its terminal
+//! event, so a failed commit still ends a stream with `response.failed`.
+
+use std::sync::Arc;
+
+use crate::events::{Emitter, EventSink};
+use crate::store::StoreError;
+use crate::turn::observer::TurnObserver;
+use crate::turn::{persist, run, Limits, Outcome, Prepared};
+use crate::upstream::ModelClient;
+
+/// The message of a failed end-of-turn write (the `response.failed` of a stream, the 5xx of
+/// a non-streamed turn).
+pub const COMMIT_FAILED: &str = "The response could not be stored; it was not saved and cannot be continued.";
+
+/// What every turn runs with: the upstream, the loop's bounds and the observer.
+#[derive(Debug, Clone)]
+pub struct Runner {
+    pub upstream: Arc<dyn ModelClient>,
+    pub limits: Limits,
+    pub observer: Arc<dyn TurnObserver>,
+}
+
+/// A turn whose first events (`response.created`, `response.in_progress`) have gone to its
+/// sink: the caller can answer (send the response head) before the turn runs.
+#[derive(Debug)]
+pub struct Started {
+    prepared: Prepared,
+    emitter: Emitter,
+}
+
+/// Starts a turn: its emitter sends `response.created` and `response.in_progress` to
+/// `sink` now (none: a non-streamed turn).
+pub fn start(mut prepared: Prepared, sink: Option<Box<dyn EventSink>>) -> Started {
+    let has_sink = sink.is_some();
+    let mut emitter = Emitter::new(std::mem::take(&mut prepared.base), sink);
+    emitter.start();
+    if has_sink && prepared.persist.is_some() {
+        // Commit first, then send the terminal event (or response.failed).
+        emitter.hold_terminal();
+    }
+    Started { prepared, emitter }
+}
+
+impl Started {
+    /// True when the turn is stored at its end (`store: true` or a conversation): a client
+    /// that leaves does not cancel it.
+    pub fn is_stored(&self) -> bool {
+        self.prepared.persist.is_some()
+    }
+
+    /// Runs the turn to its terminal event, committing it first when it is stored. Errors:
+    /// the commit failed (nothing was stored; a stream has ended with `response.failed`).
+    pub async fn run(mut self, runner: &Runner) -> Result<Outcome, StoreError> {
+        let plan = self.prepared.persist.take();
+        let mut outcome = Box::pin(run(self.prepared, runner, &mut self.emitter)).await;
+        let Some(plan) = plan else { return Ok(outcome) };
+        let transcript = std::mem::take(&mut outcome.transcript);
+        match Box::pin(persist::commit(plan, &outcome.response, transcript)).await {
+            Ok(()) => {
+                self.emitter.release_terminal();
+                Ok(outcome)
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "storing the turn failed");
+                self.emitter.fail_terminal("server_error", COMMIT_FAILED);
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Limits and the no-op observer for `upstream` (tests, embedding).
+impl Runner {
+    pub fn new(upstream: Arc<dyn ModelClient>, limits: Limits) -> Runner {
+        Runner { upstream, limits, observer: Arc::new(crate::turn::observer::NoObserver) }
+    }
+}

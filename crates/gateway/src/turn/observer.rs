@@ -1,0 +1,85 @@
+//! The turn-observer seam (DESIGN.md "The three seams"): what a turn tells metrics and
+//! traces. Every method has a no-op default; [`NoObserver`] is the default observer. Calls
+//! come from the turn's own task, in order, and must not block.
+
+use std::time::Duration;
+
+use protocol::response::{ResponseStatus, Usage};
+
+/// Which turn a report is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnInfo {
+    /// The Response id (`resp_…`).
+    pub response_id: String,
+    /// The model the upstream serves (after `[models]` mapping).
+    pub model: String,
+}
+
+/// One upstream round, when it ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoundReport {
+    /// 0 for the turn's first round.
+    pub round: usize,
+    /// From sending the round to its end (or failure).
+    pub latency: Duration,
+    /// What the upstream reported for this round (zero when it sent none).
+    pub usage: Usage,
+    /// The failure's `code` (e.g. `upstream_timeout`, `rate_limit_exceeded`), `None` when the
+    /// round streamed to its end.
+    pub error: Option<&'static str>,
+}
+
+/// How a gateway tool call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolOutcome {
+    /// The executor answered.
+    Ok,
+    /// The executor failed (the model reads the error).
+    Error,
+    /// The call's timeout (`tools.call_timeout_ms`) ran out.
+    Timeout,
+}
+
+/// One gateway tool call, when it ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolReport {
+    /// The Responses tool type, e.g. `web_search`, `file_search`, `custom`.
+    pub tool_type: &'static str,
+    /// Where it ran, e.g. `http`, `openai`, `embedded`, `package_version`.
+    pub executor: String,
+    pub outcome: ToolOutcome,
+    pub duration: Duration,
+}
+
+/// A turn, when its terminal status is known.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnReport {
+    pub status: ResponseStatus,
+    /// Summed over the turn's rounds and executors' private calls.
+    pub usage: Usage,
+    /// Upstream rounds made.
+    pub rounds: usize,
+    /// From the turn's start to its terminal event.
+    pub duration: Duration,
+}
+
+/// Told what a turn does (no-op by default): the seam for metrics and traces.
+pub trait TurnObserver: Send + Sync + std::fmt::Debug {
+    /// Round `round` (0-based) is about to go upstream.
+    fn round_started(&self, _turn: &TurnInfo, _round: usize) {}
+    /// The turn's first model output (text, reasoning, refusal or a call) arrived `after`
+    /// the turn started.
+    fn first_token(&self, _turn: &TurnInfo, _after: Duration) {}
+    /// An upstream round ended.
+    fn round_done(&self, _turn: &TurnInfo, _report: &RoundReport) {}
+    /// A gateway tool call ended.
+    fn tool_done(&self, _turn: &TurnInfo, _report: &ToolReport) {}
+    /// The turn ended (before its store commit).
+    fn turn_done(&self, _turn: &TurnInfo, _report: &TurnReport) {}
+}
+
+/// The default observer: does nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoObserver;
+
+impl TurnObserver for NoObserver {}

@@ -101,3 +101,15 @@ pub enum TextFormat {
         strict: Option<bool>,
     },
 }
+
+/// The `include` values of the API (contract §1.1 `IncludeEnum`); others are a 400.
+pub const INCLUDE_VALUES: [&str; 8] = [
+    "file_search_call.results",
+    "web_search_call.results",
+    "web_search_call.action.sources",
+    "message.input_image.image_url",
+    "computer_call_output.output.image_url",
+    "code_interpreter_call.outputs",
+    "reasoning.encrypted_content",
+    "message.output_text.logprobs",
+];

@@ -34,8 +34,7 @@ use crate::config::Config;
 use crate::executors::file_search::VectorStoreBackend;
 use crate::executors::local_index::LocalIndex;
 use crate::executors::Registry;
-use crate::turn::driver::Runner;
-use crate::turn::Limits;
+use crate::turn::{Limits, Runner};
 use crate::upstream::ModelClient;
 
 /// Shared, read-only state of the server.

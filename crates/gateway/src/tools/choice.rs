@@ -3,7 +3,7 @@
 use protocol::ApiError;
 use serde_json::{json, Value};
 
-use super::ToolSet;
+use super::{CallItem, ToolSet};
 use crate::upstream::ToolChoice;
 
 fn not_found(name: &str) -> ApiError {
@@ -85,13 +85,10 @@ fn declared<'s>(o: &serde_json::Map<String, Value>, set: &'s ToolSet) -> Result<
         "function" | "custom" => {
             let name = o.get("name").and_then(Value::as_str).ok_or_else(invalid)?;
             let entry = set.find(name, o.get("namespace").and_then(Value::as_str)).ok_or_else(|| not_found(name))?;
-            let matches = if kind == "function" { entry.kind == super::ToolKind::Function } else { entry.kind.is_custom() };
+            let matches = if kind == "function" { entry.call_item() == CallItem::Function } else { entry.is_custom() };
             if matches { Ok(entry) } else { Err(not_found(name)) }
         }
-        t if super::web_search::TYPES.contains(&t) => {
-            set.entries().iter().find(|e| matches!(e.kind, super::ToolKind::WebSearch(_))).ok_or_else(|| not_found(t))
-        }
-        "file_search" => set.entries().iter().find(|e| matches!(e.kind, super::ToolKind::FileSearch(_))).ok_or_else(|| not_found(kind)),
-        other => Err(not_found(other)),
+        // A hosted tool by its declared type (or one of its aliases).
+        t => set.entries().iter().find(|e| e.tool.choice_types().contains(&t)).ok_or_else(|| not_found(t)),
     }
 }

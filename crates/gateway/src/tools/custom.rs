@@ -5,20 +5,60 @@
 use protocol::ApiError;
 use serde_json::{json, Value};
 
-use super::{check_name, opt_str, visible_name, Owner, ToolEntry, ToolKind, UpstreamTool};
+use std::sync::Arc;
+
+use protocol::input::InputItem;
+
+use super::{check_name, opt_str, server_custom, visible_name, CallItem, DeclareCtx, Declared, Owner, Tool, ToolEntry, ToolType, UpstreamTool};
+use crate::events::file_citations::FileSource;
 use crate::transcript::{Call, Replayed};
 use crate::upstream::NativeTool;
+
+/// The `custom` tool type: a client tool, or a server tool when its name is registered
+/// (`[server_tools]`, see `server_custom.rs`).
+#[derive(Debug, Clone, Copy)]
+pub struct CustomType;
+
+impl ToolType for CustomType {
+    fn types(&self) -> &'static [&'static str] {
+        &["custom"]
+    }
+
+    fn declare(&self, decl: Value, _kind: &str, param: &str, ctx: &DeclareCtx<'_>) -> Result<Declared, ApiError> {
+        match decl.get("name").and_then(Value::as_str).and_then(|n| ctx.registry.get(n)) {
+            Some(tool) => server_custom::declare(decl, param, tool.clone()),
+            None => declare(decl, param, None),
+        }
+    }
+
+    fn replay(&self, item: &InputItem, _: &mut Vec<FileSource>) -> Option<Replayed> {
+        match item {
+            InputItem::CustomToolCall(c) => Some(replay(c)),
+            _ => None,
+        }
+    }
+}
+
+/// A declared client custom tool: its calls are returned as `custom_tool_call` items.
+#[derive(Debug, Clone, Copy)]
+pub struct CustomTool;
+
+impl Tool for CustomTool {
+    fn tool_type(&self) -> &'static str {
+        "custom"
+    }
+
+    fn call_item(&self) -> CallItem {
+        CallItem::Custom
+    }
+}
 
 /// The custom-call encoding is the transcript's (a call's raw input as the one argument).
 pub use crate::transcript::custom::{arguments_from_input, input_from_arguments, INPUT_PARAM};
 
-/// Validates a `custom` declaration. An invalid regex or Lark grammar → 400 naming
-/// `tools[i].format.definition`.
-pub fn declare(
-    decl: Value,
-    param: &str,
-    namespace: Option<&str>,
-) -> Result<(Vec<ToolEntry>, Value), ApiError> {
+/// Validates a client `custom` declaration (also a namespace member). An invalid regex or
+/// Lark grammar → 400 naming `tools[i].format.definition`.
+pub fn declare(decl: Value, param: &str, namespace: Option<&str>) -> Result<Declared, ApiError> {
     let name = check_name(decl.get("name"), param)?;
     let description = opt_str(&decl, "description", param)?;
     let format = match decl.get("format") {
@@ -38,13 +78,12 @@ pub fn declare(
         "properties": {INPUT_PARAM: {"type": "string", "description": "The raw input text for this tool."}},
         "required": [INPUT_PARAM],
     });
-    let native = native_declaration(&visible_name(&name, namespace), description.as_deref(), &format);
+    let native = NativeTool::custom(&visible_name(&name, namespace), description.as_deref(), &format);
     let mut echo = decl;
     echo["format"] = format;
     let entry = ToolEntry {
         name: name.clone(),
         namespace: namespace.map(str::to_string),
-        kind: ToolKind::Custom,
         owner: Owner::Client,
         upstream: UpstreamTool {
             name: visible_name(&name, namespace),
@@ -53,19 +92,10 @@ pub fn declare(
             strict: None,
             native: Some(native),
         },
-        executor: None,
+        param: param.to_string(),
+        tool: Arc::new(CustomTool),
     };
-    Ok((vec![entry], echo))
-}
-
-/// The native declaration of a custom tool: the Responses one (contract §2) under its
-/// model-visible `name`, `{type:"custom", name, description?, format}`.
-pub fn native_declaration(name: &str, description: Option<&str>, format: &Value) -> NativeTool {
-    let mut declaration = json!({"type": "custom", "name": name, "format": format});
-    if let Some(d) = description.filter(|d| !d.is_empty()) {
-        declaration["description"] = json!(d);
-    }
-    NativeTool { tool_type: "custom".to_string(), declaration }
+    Ok(Declared { entries: vec![entry], echo })
 }
 
 /// Checks `format`; returns the note for the upstream description when it is a grammar.
@@ -272,7 +302,42 @@ mod tests {
         let bad_lark = json!({"type":"custom","name":"x","format":{"type":"grammar","syntax":"lark","definition":"start: undefined_rule"}});
         assert!(declare(bad_lark, "tools[0]", None).is_err());
         let good = json!({"type":"custom","name":"x","format":{"type":"grammar","syntax":"lark","definition":"start: \"a\" /[0-9]+/"}});
-        let (e, _) = declare(good, "tools[0]", None).unwrap();
+        let e = declare(good, "tools[0]", None).unwrap().entries;
         assert!(e[0].upstream.description.as_deref().unwrap_or("").contains("lark grammar"));
+    }
+}
+
+#[cfg(test)]
+mod duties {
+    use super::*;
+    use crate::executors::Registry;
+    use crate::tools::{CallItem, ToolSet};
+    use crate::upstream::UpstreamCaps;
+
+    /// The four duties of a client `custom` tool: its grammar is checked, it goes upstream
+    /// as a function of one string (natively only where the upstream takes `custom`), its
+    /// calls are `custom_tool_call` items of the client, and a replayed call's input is the
+    /// function's one argument again.
+    #[test]
+    fn custom_duties() {
+        let registry = Registry::default();
+        let ctx = DeclareCtx { registry: &registry };
+        let bad = json!({"type":"custom","name":"sql","format":{"type":"grammar","syntax":"regex","definition":"("}});
+        assert!(CustomType.declare(bad, "custom", "tools[0]", &ctx).is_err());
+        let decl = json!({"type":"custom","name":"sql","description":"Run SQL","format":{"type":"grammar","syntax":"regex","definition":"SELECT .*"}});
+        let plain = ToolSet::build(vec![decl.clone()], None, &registry, &UpstreamCaps::default()).unwrap();
+        let e = plain.lookup("sql").unwrap();
+        assert_eq!((e.owner, e.call_item()), (Owner::Client, CallItem::Custom));
+        assert!(!e.upstream.is_native());
+        assert_eq!(e.upstream.parameters["required"], json!([INPUT_PARAM]));
+        assert!(e.upstream.description.as_deref().unwrap_or("").contains("SELECT .*"), "the grammar is shown to the model");
+        let native = ToolSet::build(vec![decl], None, &registry, &UpstreamCaps { native_tools: vec!["custom".into()], ..UpstreamCaps::default() }).unwrap();
+        let n = native.lookup("sql").unwrap().upstream.native.clone().unwrap();
+        assert_eq!(n.tool_type, "custom");
+        assert_eq!(n.declaration["format"]["definition"], json!("SELECT .*"));
+        let item: InputItem = serde_json::from_value(json!({"type":"custom_tool_call","call_id":"c1","name":"sql","input":"SELECT \"1\""})).unwrap();
+        let r = CustomType.replay(&item, &mut Vec::new()).unwrap();
+        assert_eq!(input_from_arguments(&r.call.arguments), "SELECT \"1\"");
+        assert_eq!(r.call.name, "sql");
     }
 }

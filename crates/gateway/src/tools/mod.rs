@@ -1,10 +1,11 @@
 //! The request-scoped [`ToolSet`]: the only thing that decides tool ownership
-//! (DESIGN.md "Ownership model"). One handler module per tool type validates its
-//! declaration and says how it is declared upstream, how its calls are recognized and
-//! how its items are encoded.
+//! (DESIGN.md "Ownership model"). One module per tool type implements its four duties
+//! ([`duties`]): validate the declaration, give its upstream form, bind a model call,
+//! encode its items, events and replay.
 
 pub mod choice;
 pub mod custom;
+pub mod duties;
 pub mod file_search;
 pub mod function;
 pub mod namespace;
@@ -20,7 +21,10 @@ use serde_json::Value;
 
 pub use crate::upstream::{ToolChoice, UpstreamTool};
 
-use crate::executors::{Registry, ServerTool};
+pub use duties::{BindCtx, CallItem, DeclareCtx, Declared, Finished, Invocation, Ran, RunStatus, Tool, ToolType};
+
+use crate::error::GatewayError;
+use crate::executors::Registry;
 use crate::upstream::UpstreamCaps;
 
 /// Who executes a tool's calls.
@@ -32,31 +36,6 @@ pub enum Owner {
     Gateway,
 }
 
-/// What a declared tool is; keeps the original type so upstream function calls are
-/// restored to the typed item.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ToolKind {
-    /// `function`: calls become `function_call` items.
-    Function,
-    /// `custom`: upstream sees one string parameter ([`custom::INPUT_PARAM`]); calls become
-    /// `custom_tool_call` items with the raw `input`.
-    Custom,
-    /// `custom` naming a registered server tool: gateway-owned, executed by
-    /// [`ToolEntry::executor`], answered by a `custom_tool_call_output` in the same response.
-    ServerCustom,
-    /// `web_search*`: gateway-owned; calls become `web_search_call` items.
-    WebSearch(web_search::WebSearchOptions),
-    /// `file_search`: gateway-owned; calls become `file_search_call` items.
-    FileSearch(file_search::FileSearchOptions),
-}
-
-impl ToolKind {
-    /// True for kinds whose calls are `custom_tool_call` items.
-    pub fn is_custom(&self) -> bool {
-        matches!(self, ToolKind::Custom | ToolKind::ServerCustom)
-    }
-}
-
 /// One declared tool.
 #[derive(Debug, Clone)]
 pub struct ToolEntry {
@@ -64,12 +43,13 @@ pub struct ToolEntry {
     pub name: String,
     /// Set for members of a `namespace` declaration.
     pub namespace: Option<String>,
-    pub kind: ToolKind,
     pub owner: Owner,
     /// Upstream declaration; its `name` is the model-visible name.
     pub upstream: UpstreamTool,
-    /// Set for server tools: where the call runs.
-    pub executor: Option<Arc<dyn ServerTool>>,
+    /// The declaration's place, `tools[i]` (errors found later name it).
+    pub param: String,
+    /// What the tool is: its type's per-request duties (binding, encoding).
+    pub tool: Arc<dyn Tool>,
 }
 
 impl ToolEntry {
@@ -77,7 +57,29 @@ impl ToolEntry {
     pub fn visible_name(&self) -> &str {
         &self.upstream.name
     }
+
+    /// How its calls appear in the output.
+    pub fn call_item(&self) -> CallItem {
+        self.tool.call_item()
+    }
+
+    /// True when its calls are `custom_tool_call` items.
+    pub fn is_custom(&self) -> bool {
+        self.tool.call_item() == CallItem::Custom
+    }
 }
+
+/// Every tool type the gateway knows (duties in `duties.rs`); a declaration goes to the one
+/// whose `types()` holds its `type`.
+pub fn types() -> [&'static dyn ToolType; 5] {
+    [&function::FunctionType, &custom::CustomType, &namespace::NamespaceType, &web_search::WebSearchType, &file_search::FileSearchType]
+}
+
+/// Declared types the gateway knows but does not offer (400 `unsupported_tool_type`).
+const UNSUPPORTED: [&str; 10] = [
+    "mcp", "code_interpreter", "image_generation", "local_shell", "shell", "apply_patch",
+    "computer_use_preview", "computer", "tool_search", "programmatic_tool_calling",
+];
 
 /// The model-visible name of a tool: `name`, or `namespace__name` for namespace members.
 pub fn visible_name(name: &str, namespace: Option<&str>) -> String {
@@ -107,6 +109,7 @@ impl ToolSet {
     /// offending `param` (`tools[i].type`, `tools[i].name`, `tool_choice`, …).
     pub fn build(tools: Vec<Value>, tool_choice: Option<&Value>, registry: &Registry, caps: &UpstreamCaps) -> Result<ToolSet, ApiError> {
         let mut set = ToolSet { echo: Vec::with_capacity(tools.len()), ..ToolSet::default() };
+        let ctx = DeclareCtx { registry };
         for (i, decl) in tools.into_iter().enumerate() {
             let param = format!("tools[{i}]");
             let Some(obj) = decl.as_object() else {
@@ -122,47 +125,18 @@ impl ToolSet {
                     .with_code("missing_required_parameter"))
                 }
             };
-            let name = obj.get("name").and_then(Value::as_str);
-            let server_tool = name.and_then(|n| registry.get(n));
-            let (entries, echo) = match kind.as_str() {
-                "function" if server_tool.is_some() => {
-                    return Err(ApiError::invalid(
-                        format!("{param}.name"),
-                        format!(
-                            "The tool name '{}' belongs to a server tool; declare it as {{\"type\":\"custom\",\"name\":\"{}\"}}.",
-                            name.unwrap_or(""),
-                            name.unwrap_or("")
-                        ),
-                    )
-                    .with_code("reserved_tool_name"))
-                }
-                "function" => function::declare(decl, &param, None)?,
-                "custom" => match server_tool {
-                    Some(tool) => server_custom::declare(decl, &param, tool.clone())?,
-                    None => custom::declare(decl, &param, None)?,
-                },
-                "namespace" => namespace::declare(decl, &param)?,
-"web_search" | "web_search_2025_08_26" | "web_search_preview"
-                | "web_search_preview_2025_03_11" => web_search::declare(&decl, &param, &kind, registry)?,
-                "file_search" => file_search::declare(&decl, &param)?,
-                "mcp" | "code_interpreter"
-                | "image_generation" | "local_shell" | "shell" | "apply_patch"
-                | "computer_use_preview" | "computer" | "tool_search"
-                | "programmatic_tool_calling" => {
+            let Some(tool_type) = types().into_iter().find(|t| t.types().contains(&kind.as_str())) else {
+                if UNSUPPORTED.contains(&kind.as_str()) {
                     return Err(ApiError::invalid(
                         format!("{param}.type"),
                         format!("Tool type '{kind}' is not available on this gateway."),
                     )
-                    .with_code("unsupported_tool_type"))
+                    .with_code("unsupported_tool_type"));
                 }
-                other => {
-                    return Err(ApiError::invalid(
-                        format!("{param}.type"),
-                        format!("Invalid value: '{other}'. Unknown tool type."),
-                    )
-                    .with_code("invalid_value"))
-                }
+                return Err(ApiError::invalid(format!("{param}.type"), format!("Invalid value: '{kind}'. Unknown tool type."))
+                    .with_code("invalid_value"));
             };
+            let Declared { entries, echo } = tool_type.declare(decl, &kind, &param, &ctx)?;
             for mut entry in entries {
                 // The handler offers its native form; only an upstream that advertises the
                 // type gets it (`upstream.native_tools`).
@@ -209,12 +183,20 @@ impl ToolSet {
         Some(set)
     }
 
-    /// The `file_search` declaration of this request, if any.
-    pub fn file_search(&self) -> Option<&file_search::FileSearchOptions> {
-        self.entries.iter().find_map(|e| match &e.kind {
-            ToolKind::FileSearch(o) => Some(o),
-            _ => None,
-        })
+    /// True when a declared tool's chunks may be cited by `【N】` markers in the answer.
+    pub fn cites_files(&self) -> bool {
+        self.entries.iter().any(|e| e.tool.cites_files())
+    }
+
+    /// Resolves what each tool needs before any model call ([`Tool::resolve`]), e.g. the
+    /// executors of file_search's vector stores. Errors are 400s naming the declaration.
+    pub async fn resolve(&mut self, ctx: &DeclareCtx<'_>) -> Result<(), GatewayError> {
+        for entry in &mut self.entries {
+            if let Some(resolved) = entry.tool.resolve(&entry.param, ctx).await? {
+                entry.tool = resolved;
+            }
+        }
+        Ok(())
     }
 
     /// All declared tools, in declaration order.

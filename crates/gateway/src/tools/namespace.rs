@@ -5,13 +5,36 @@
 use protocol::ApiError;
 use serde_json::Value;
 
-use super::{check_name, custom, function, ToolEntry};
+use protocol::input::InputItem;
+
+use super::{check_name, custom, function, DeclareCtx, Declared, ToolType};
+use crate::events::file_citations::FileSource;
+use crate::transcript::Replayed;
+
+/// The `namespace` tool type: its members are `function` and `custom` tools (their calls
+/// replay as those types' items).
+#[derive(Debug, Clone, Copy)]
+pub struct NamespaceType;
+
+impl ToolType for NamespaceType {
+    fn types(&self) -> &'static [&'static str] {
+        &["namespace"]
+    }
+
+    fn declare(&self, decl: Value, _kind: &str, param: &str, _ctx: &DeclareCtx<'_>) -> Result<Declared, ApiError> {
+        declare(decl, param)
+    }
+
+    fn replay(&self, _item: &InputItem, _: &mut Vec<FileSource>) -> Option<Replayed> {
+        None
+    }
+}
 
 /// Separator between namespace and member name in the model-visible name.
 pub const SEPARATOR: &str = "__";
 
 /// Validates a `namespace` declaration and its members.
-pub fn declare(mut decl: Value, param: &str) -> Result<(Vec<ToolEntry>, Value), ApiError> {
+pub fn declare(mut decl: Value, param: &str) -> Result<Declared, ApiError> {
     let ns = check_name(decl.get("name"), param)?;
     let Some(Value::Array(members)) = decl.get_mut("tools").map(Value::take) else {
         return Err(ApiError::invalid(
@@ -30,7 +53,7 @@ pub fn declare(mut decl: Value, param: &str) -> Result<(Vec<ToolEntry>, Value), 
     let mut echo_members = Vec::new();
     for (j, m) in members.into_iter().enumerate() {
         let mp = format!("{param}.tools[{j}]");
-        let (mut e, echo) = match m.get("type").and_then(Value::as_str) {
+        let Declared { entries: mut e, echo } = match m.get("type").and_then(Value::as_str) {
             Some("function") => function::declare(m, &mp, Some(&ns))?,
             Some("custom") => custom::declare(m, &mp, Some(&ns))?,
             _ => {
@@ -53,5 +76,35 @@ pub fn declare(mut decl: Value, param: &str) -> Result<(Vec<ToolEntry>, Value), 
         echo_members.push(echo);
     }
     decl["tools"] = Value::Array(echo_members);
-    Ok((entries, decl))
+    Ok(Declared { entries, echo: decl })
+}
+
+#[cfg(test)]
+mod duties {
+    use super::*;
+    use crate::executors::Registry;
+    use crate::tools::{CallItem, ToolSet};
+    use serde_json::json;
+
+    /// The duties of `namespace`: members must be functions or custom tools; each goes
+    /// upstream as `<namespace>__<name>`, led by the namespace's description; calls keep
+    /// their member's item type; the namespace has no items of its own to replay.
+    #[test]
+    fn namespace_duties() {
+        let registry = Registry::default();
+        let ctx = DeclareCtx { registry: &registry };
+        let bad = json!({"type":"namespace","name":"crm","tools":[{"type":"web_search"}]});
+        assert_eq!(NamespaceType.declare(bad, "namespace", "tools[0]", &ctx).unwrap_err().param.as_deref(), Some("tools[0].tools[0].type"));
+        let decl = json!({"type":"namespace","name":"crm","description":"The CRM.","tools":[
+            {"type":"function","name":"find","description":"Find a customer."},
+            {"type":"custom","name":"note"}
+        ]});
+        let set = ToolSet::build(vec![decl], None, &registry, &Default::default()).unwrap();
+        let find = set.lookup("crm__find").unwrap();
+        assert_eq!(find.upstream.description.as_deref(), Some("The CRM.\n\nFind a customer."));
+        assert_eq!((find.namespace.as_deref(), find.call_item()), (Some("crm"), CallItem::Function));
+        assert_eq!(set.lookup("crm__note").unwrap().call_item(), CallItem::Custom);
+        let item: InputItem = serde_json::from_value(json!({"type":"function_call","call_id":"c","name":"find","namespace":"crm","arguments":"{}"})).unwrap();
+        assert!(NamespaceType.replay(&item, &mut Vec::new()).is_none());
+    }
 }

@@ -1,11 +1,9 @@
 //! How tool call items of the input replay into the transcript ([`ToolReplay`]): each tool
-//! type's replay duty, dispatched by item type (contract §4.2). Client calls become the call
-//! the model made; gateway tools' items also give the result the model read, rebuilt from
-//! what the item carries.
+//! type's replay duty ([`ToolType::replay`]), asked in turn (contract §4.2).
 
 use protocol::input::InputItem;
 
-use super::{custom, file_search, function, web_search};
+use super::{types, ToolType};
 use crate::events::file_citations::FileSource;
 use crate::executors::Registry;
 use crate::transcript::{Replayed, ToolReplay};
@@ -18,16 +16,14 @@ pub struct Replayer<'a> {
 
 impl ToolReplay for Replayer<'_> {
     fn replay(&self, item: &InputItem, file_sources: &mut Vec<FileSource>) -> Option<Replayed> {
-        match item {
-            InputItem::FunctionCall(c) => Some(function::replay(c)),
-            InputItem::CustomToolCall(c) => Some(custom::replay(c)),
-            InputItem::WebSearchCall(ws) => Some(web_search::replay(ws)),
-            InputItem::FileSearchCall(fs) => Some(file_search::replay(fs, file_sources)),
-            _ => None,
-        }
+        types().into_iter().find_map(|t: &dyn ToolType| t.replay(item, file_sources))
     }
 
     fn is_server_tool(&self, name: &str) -> bool {
         self.registry.contains(name)
+    }
+
+    fn private_result_id<'i>(&self, item: &'i InputItem) -> Option<&'i str> {
+        types().into_iter().find_map(|t| t.private_result_id(item))
     }
 }

@@ -5,9 +5,19 @@
 use protocol::ApiError;
 use serde_json::{json, Value};
 
-use super::{Owner, ToolEntry, ToolKind, UpstreamTool};
-use crate::executors::web_search::SearchRequest;
-use crate::executors::Registry;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use protocol::input::InputItem;
+use protocol::output::{UrlSource, WebSearchAction};
+
+use super::duties::timed_out;
+use super::{BindCtx, CallItem, DeclareCtx, Declared, Finished, Invocation, Owner, Ran, RunStatus, Tool, ToolEntry, ToolType, UpstreamTool};
+use crate::events::citations::Source;
+use crate::events::file_citations::{FileSource, FileSources};
+use crate::events::Emitter;
+use crate::executors::web_search::{refine, render_for_model, SearchBackend, SearchRequest};
 use crate::transcript::{Call, Replayed};
 
 /// The model-visible name of the gateway's web search function.
@@ -46,10 +56,39 @@ fn invalid(param: String, message: impl Into<String>) -> ApiError {
     ApiError::invalid(param, message).with_code("invalid_value")
 }
 
+/// The `web_search` tool type (and its `web_search_preview` and dated aliases).
+#[derive(Debug, Clone, Copy)]
+pub struct WebSearchType;
+
+impl ToolType for WebSearchType {
+    fn types(&self) -> &'static [&'static str] {
+        &TYPES
+    }
+
+    fn declare(&self, decl: Value, kind: &str, param: &str, ctx: &DeclareCtx<'_>) -> Result<Declared, ApiError> {
+        declare(&decl, param, kind, ctx)
+    }
+
+    fn replay(&self, item: &InputItem, _: &mut Vec<FileSource>) -> Option<Replayed> {
+        match item {
+            InputItem::WebSearchCall(ws) => Some(replay(ws)),
+            _ => None,
+        }
+    }
+
+    /// The results of a search are private: kept by the item's id.
+    fn private_result_id<'i>(&self, item: &'i InputItem) -> Option<&'i str> {
+        match item {
+            InputItem::WebSearchCall(ws) => Some(&ws.id),
+            _ => None,
+        }
+    }
+}
+
 /// Validates a declaration (contract §2). No backend configured → 400 naming the missing
 /// setting; `external_web_access: false` with the `http` backend → 400 (no cache-only mode).
-pub fn declare(decl: &Value, param: &str, kind: &str, registry: &Registry) -> Result<(Vec<ToolEntry>, Value), ApiError> {
-    let backend = registry.web_search.as_ref().map_err(|why| {
+pub fn declare(decl: &Value, param: &str, kind: &str, ctx: &DeclareCtx<'_>) -> Result<Declared, ApiError> {
+    let backend = ctx.registry.web_search.as_ref().map_err(|why| {
         ApiError::invalid(format!("{param}.type"), why.clone()).with_code("tool_not_configured")
     })?;
     let context_size = match decl.get("search_context_size") {
@@ -117,7 +156,6 @@ pub fn declare(decl: &Value, param: &str, kind: &str, registry: &Registry) -> Re
     let entry = ToolEntry {
         name: WEB_SEARCH_FUNCTION.to_string(),
         namespace: None,
-        kind: ToolKind::WebSearch(options),
         owner: Owner::Gateway,
         upstream: UpstreamTool {
             name: WEB_SEARCH_FUNCTION.to_string(),
@@ -134,9 +172,100 @@ pub fn declare(decl: &Value, param: &str, kind: &str, registry: &Registry) -> Re
             strict: None,
             native: None,
         },
-        executor: None,
+        param: param.to_string(),
+        tool: Arc::new(WebSearchTool { options }),
     };
-    Ok((vec![entry], echo))
+    Ok(Declared { entries: vec![entry], echo })
+}
+
+/// A declared web search: what each of its searches uses.
+#[derive(Debug, Clone)]
+pub struct WebSearchTool {
+    pub options: WebSearchOptions,
+}
+
+impl Tool for WebSearchTool {
+    fn tool_type(&self) -> &'static str {
+        "web_search"
+    }
+
+    fn choice_types(&self) -> &'static [&'static str] {
+        &TYPES
+    }
+
+    fn call_item(&self) -> CallItem {
+        CallItem::Hosted
+    }
+
+    /// The call's `query` on the configured backend; `include:
+    /// ["web_search_call.action.sources"]` puts the sources on the item.
+    fn bind(&self, call_id: &str, arguments: &Value, ctx: &BindCtx<'_>) -> Result<Box<dyn Invocation>, String> {
+        let backend = ctx.executors.web_search.clone().map_err(|_| "error: this tool has no executor configured.".to_string())?;
+        let query = arguments.get("query").and_then(Value::as_str).unwrap_or_default().to_string();
+        Ok(Box::new(WebSearchCall {
+            call_id: call_id.to_string(),
+            request: self.options.request(query),
+            backend,
+            include_sources: ctx.includes("web_search_call.action.sources"),
+            index: None,
+        }))
+    }
+}
+
+/// One bound search.
+struct WebSearchCall {
+    call_id: String,
+    request: SearchRequest,
+    backend: Arc<dyn SearchBackend>,
+    include_sources: bool,
+    /// The `web_search_call` item, once added.
+    index: Option<usize>,
+}
+
+impl Invocation for WebSearchCall {
+    fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    fn labels(&self) -> (&'static str, String) {
+        ("web_search", self.backend.kind().to_string())
+    }
+
+    /// A progress message, then the item (`in_progress` → `searching`, no `action` yet).
+    fn start(&mut self, out: &mut Emitter) {
+        out.progress(&format!("Searching the web for “{}”", self.request.query));
+        self.index = Some(out.web_search_start());
+    }
+
+    /// The backend's hits, refined (allowed domains, safe URLs, no duplicates, the count
+    /// and snippet length of `search_context_size`) and rendered as untrusted data.
+    fn run(&self, timeout: Duration) -> BoxFuture<'static, Ran> {
+        let (backend, request) = (self.backend.clone(), self.request.clone());
+        Box::pin(async move {
+            match tokio::time::timeout(timeout, backend.search(&request)).await {
+                Ok(Ok(outcome)) => {
+                    let hits = refine(outcome.hits.clone(), &request);
+                    let content = render_for_model(&request.query, &outcome, &hits);
+                    let sources = hits.iter().map(|h| Source { url: h.url.clone(), title: h.title.clone() }).collect();
+                    Ran { status: RunStatus::Ok, content, usage: outcome.usage, sources, files: None }
+                }
+                Ok(Err(e)) => Ran { status: RunStatus::Error, content: format!("error: web search failed: {e}"), ..Ran::default() },
+                Err(_) => Ran { status: RunStatus::Timeout, content: timed_out(timeout), ..Ran::default() },
+            }
+        })
+    }
+
+    /// `web_search_call.completed` and the item done with its `action` (`failed`, with no
+    /// `.completed`, when the search failed). The results the model read are the call's
+    /// private result, kept by item id for a replay of the item.
+    fn finish(self: Box<Self>, ran: Ran, out: &mut Emitter, _files: &mut FileSources) -> Finished {
+        let Some(idx) = self.index else { return Finished { content: ran.content, ..Finished::default() } };
+        let query = self.request.query;
+        let sources = self.include_sources.then(|| ran.sources.iter().map(|s| UrlSource { kind: "url".into(), url: s.url.clone() }).collect());
+        let action = WebSearchAction { kind: "search".into(), query: query.clone(), queries: vec![query.clone()], sources };
+        out.web_search_done(idx, action, ran.status == RunStatus::Ok);
+        Finished { content: ran.content, sources: ran.sources, usage: ran.usage, private: Some((out.item_id(idx), query)) }
+    }
 }
 
 /// Replays a `web_search_call` item: the call with its query, and a result rebuilt from its
@@ -159,4 +288,85 @@ pub fn replay(ws: &protocol::input::WebSearchCallItem) -> Replayed {
     }
     let call = Call { call_id: ws.id.clone(), name: WEB_SEARCH_FUNCTION.to_string(), arguments: json!({"query": query}).to_string() };
     Replayed { call, result: Some(result), private_key: Some(query) }
+}
+
+#[cfg(test)]
+mod duties {
+    use super::*;
+    use crate::executors::web_search::{SearchHit, SearchOutcome};
+    use crate::executors::Registry;
+    use crate::tools::duties::testing::{names, recording};
+    use crate::tools::ToolSet;
+    use protocol::output::{ItemStatus, OutputItem};
+
+    /// A backend that answers every query with the same two hits, one of them a private
+    /// address (the refinement drops it).
+    #[derive(Debug)]
+    struct TwoHits;
+
+    impl SearchBackend for TwoHits {
+        fn kind(&self) -> &'static str {
+            "test"
+        }
+        fn supports_cache_only(&self) -> bool {
+            false
+        }
+        fn search<'a>(&'a self, _req: &'a SearchRequest) -> BoxFuture<'a, Result<SearchOutcome, String>> {
+            Box::pin(async {
+                let hit = |url: &str| SearchHit { url: url.into(), title: "T".into(), snippet: "S".into() };
+                Ok(SearchOutcome { hits: vec![hit("https://example.com/a"), hit("http://127.0.0.1/x")], ..SearchOutcome::default() })
+            })
+        }
+    }
+
+    /// The four duties of `web_search`: a declaration without a backend or asking for
+    /// cache-only search where the backend cannot is refused; upstream it is the function
+    /// `web_search(query)`; a call binds to its query on the backend; it is encoded as a
+    /// `web_search_call` (in progress, searching, completed, done with its action and, when
+    /// included, its sources) whose results are the call's private result; a replayed item
+    /// gives the call and a result rebuilt from its query and sources.
+    #[tokio::test]
+    async fn web_search_duties() {
+        let unconfigured = Registry::default();
+        let err = WebSearchType.declare(json!({"type":"web_search"}), "web_search", "tools[0]", &DeclareCtx { registry: &unconfigured }).unwrap_err();
+        assert_eq!(err.code.as_deref(), Some("tool_not_configured"));
+        let mut registry = Registry::default();
+        registry.web_search = Ok(Arc::new(TwoHits));
+        let ctx = DeclareCtx { registry: &registry };
+        let cache_only = json!({"type":"web_search","external_web_access":false});
+        assert_eq!(WebSearchType.declare(cache_only, "web_search", "tools[0]", &ctx).unwrap_err().param.as_deref(), Some("tools[0].external_web_access"));
+        let set = ToolSet::build(vec![json!({"type":"web_search_preview"})], None, &registry, &Default::default()).unwrap();
+        let entry = set.lookup(WEB_SEARCH_FUNCTION).unwrap();
+        assert_eq!((entry.owner, entry.call_item()), (Owner::Gateway, CallItem::Hosted));
+        assert_eq!(entry.upstream.parameters["required"], json!(["query"]));
+        assert!(entry.tool.choice_types().contains(&"web_search"));
+        let include = ["web_search_call.action.sources".to_string()];
+        let mut call = entry.tool.bind("c1", &json!({"query":"rust"}), &BindCtx { executors: &registry, include: &include }).unwrap();
+        assert_eq!(call.labels(), ("web_search", "test".to_string()));
+        let (mut out, recorder) = recording();
+        call.start(&mut out);
+        let ran = call.run(Duration::from_secs(5)).await;
+        assert_eq!((ran.status, ran.sources.len()), (RunStatus::Ok, 1), "the private address is dropped");
+        let done = call.finish(ran, &mut out, &mut FileSources::default());
+        assert!(done.content.contains("https://example.com/a") && done.content.contains("untrusted"), "{}", done.content);
+        assert_eq!(
+            names(&recorder)[6..],
+            [
+                "response.output_item.added",
+                "response.web_search_call.in_progress",
+                "response.web_search_call.searching",
+                "response.web_search_call.completed",
+                "response.output_item.done"
+            ]
+        );
+        let Some(OutputItem::WebSearchCall { id, status, action: Some(action) }) = out.response().output.last().cloned() else { panic!("a search item") };
+        assert_eq!((status, action.query.as_str()), (ItemStatus::Completed, "rust"));
+        assert_eq!(action.sources.map(|s| s.len()), Some(1));
+        assert_eq!(done.private, Some((id.clone(), "rust".to_string())));
+        let item: InputItem = serde_json::from_value(json!({"type":"web_search_call","id":id,"status":"completed","action":{"type":"search","query":"rust","sources":[{"type":"url","url":"https://example.com/a"}]}})).unwrap();
+        let r = WebSearchType.replay(&item, &mut Vec::new()).unwrap();
+        assert_eq!((r.call.call_id.as_str(), r.private_key.as_deref()), (id.as_str(), Some("rust")));
+        assert!(r.result.unwrap_or_default().contains("https://example.com/a"));
+        assert_eq!(WebSearchType.private_result_id(&item), Some(id.as_str()));
+    }
 }

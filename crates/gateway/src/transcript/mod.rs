@@ -55,10 +55,11 @@ pub struct Transcript {
     /// continuation cites earlier turns' chunks and numbers new ones after them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub file_sources: Vec<FileSource>,
-    /// `(item id, call id, query)` of this turn's `web_search_call` items (not stored in the
-    /// transcript: the store keeps their results by item id).
+    /// `(item id, call id, key)` of this turn's gateway tool items whose results are private
+    /// (web search: keyed by the query). Not stored in the transcript: the store keeps each
+    /// result by item id, for a client that replays the items.
     #[serde(skip)]
-    pub web_searches: Vec<(String, String, String)>,
+    pub private_results: Vec<(String, String, String)>,
 }
 
 impl Transcript {
@@ -197,6 +198,9 @@ pub trait ToolReplay {
     fn replay(&self, item: &InputItem, file_sources: &mut Vec<FileSource>) -> Option<Replayed>;
     /// True when the model-visible `name` is a gateway-owned (server) tool.
     fn is_server_tool(&self, name: &str) -> bool;
+    /// The id under which `item`'s private result is stored, for a tool whose results are
+    /// not on the wire (web search); `None` for other items.
+    fn private_result_id<'i>(&self, item: &'i InputItem) -> Option<&'i str>;
 }
 
 /// Builds the transcript. Errors (400): nothing for the model (no entry, no instructions),
@@ -417,6 +421,10 @@ pub(crate) mod tests {
 
         fn is_server_tool(&self, name: &str) -> bool {
             name == "package_version"
+        }
+
+        fn private_result_id<'i>(&self, _: &'i InputItem) -> Option<&'i str> {
+            None
         }
     }
 

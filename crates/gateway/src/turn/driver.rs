@@ -2,25 +2,14 @@
 //! transport (DESIGN.md "The three seams"). A stored turn is committed before its terminal
 //! event, so a failed commit still ends a stream with `response.failed`.
 
-use std::sync::Arc;
-
 use crate::events::{Emitter, EventSink};
 use crate::store::StoreError;
-use crate::turn::observer::TurnObserver;
-use crate::turn::{persist, run, Limits, Outcome, Prepared};
-use crate::upstream::ModelClient;
+use crate::turn::run::Runner;
+use crate::turn::{persist, run, Outcome, Prepared};
 
 /// The message of a failed end-of-turn write (the `response.failed` of a stream, the 5xx of
 /// a non-streamed turn).
 pub const COMMIT_FAILED: &str = "The response could not be stored; it was not saved and cannot be continued.";
-
-/// What every turn runs with: the upstream, the loop's bounds and the observer.
-#[derive(Debug, Clone)]
-pub struct Runner {
-    pub upstream: Arc<dyn ModelClient>,
-    pub limits: Limits,
-    pub observer: Arc<dyn TurnObserver>,
-}
 
 /// A turn whose first events (`response.created`, `response.in_progress`) have gone to its
 /// sink: the caller can answer (send the response head) before the turn runs.
@@ -68,12 +57,5 @@ impl Started {
                 Err(e)
             }
         }
-    }
-}
-
-/// Limits and the no-op observer for `upstream` (tests, embedding).
-impl Runner {
-    pub fn new(upstream: Arc<dyn ModelClient>, limits: Limits) -> Runner {
-        Runner { upstream, limits, observer: Arc::new(crate::turn::observer::NoObserver) }
     }
 }

@@ -13,5 +13,5 @@ pub mod run;
 pub mod validate;
 
 pub use prepare::{prepare, Context};
-pub use run::{run, Limits, Outcome};
+pub use run::{run, Limits, Outcome, Runner};
 pub use validate::{parse_request, validate, Prepared};

@@ -69,7 +69,7 @@ pub async fn commit(plan: Persist, response: &Response, transcript: Transcript) 
         }
         None => None,
     };
-    let tool_results = if plan.store_response { web_search_results(&transcript) } else { Vec::new() };
+    let tool_results = if plan.store_response { private_results(&transcript) } else { Vec::new() };
     let record = TurnRecord {
         tool_results,
         response_id: response.id.clone(),
@@ -87,15 +87,16 @@ pub async fn commit(plan: Persist, response: &Response, transcript: Transcript) 
     Ok(())
 }
 
-/// `(item id, query, results)` of this turn's `web_search_call` items. The results are
-/// private (not in the item), so they are kept by item id for a client that replays the
-/// turn's items instead of continuing by previous_response_id.
-fn web_search_results(transcript: &Transcript) -> Vec<(String, String, String)> {
+/// `(item id, key, result)` of this turn's private tool results (web search: the item's
+/// query and the results the model read). They are not in the items, so they are kept by
+/// item id for a client that replays the turn's items instead of continuing by
+/// previous_response_id.
+fn private_results(transcript: &Transcript) -> Vec<(String, String, String)> {
     transcript
-        .web_searches
+        .private_results
         .iter()
-        .filter_map(|(item_id, call_id, query)| {
-            transcript.tool_result(call_id).map(|o| (item_id.clone(), query.clone(), o.to_string()))
+        .filter_map(|(item_id, call_id, key)| {
+            transcript.tool_result(call_id).map(|o| (item_id.clone(), key.clone(), o.to_string()))
         })
         .collect()
 }

@@ -12,9 +12,11 @@ use serde_json::Value;
 
 use crate::error::GatewayError;
 use crate::events::ids::new_id;
-use crate::executors::file_search::router::ResolveError;
 use crate::executors::Registry;
 use crate::store::{items, LeaseOutcome, Store, StoreError};
+use crate::tools::replay::Replayer;
+use crate::tools::DeclareCtx;
+use crate::transcript::ToolReplay;
 use crate::turn::continuation::Continuation;
 use crate::turn::lease::Lease;
 use crate::turn::persist::{ConversationTurn, Persist};
@@ -98,32 +100,30 @@ pub async fn prepare(req: CreateResponse, body: &[u8], ctx: &Context<'_>) -> Res
         // Fail before any stream starts when the turn could not be stored.
         Box::pin(ctx.store.ping()).await?;
     }
-    // A replayed web_search_call of a stored turn (in the input, or among conversation items
-    // whose transcript is not current) gets its results back (the Agents SDK replays items
-    // rather than continuing by previous_response_id).
+    // A replayed gateway tool item of a stored turn whose results are private (in the input,
+    // or among conversation items whose transcript is not current) gets them back (the
+    // Agents SDK replays items rather than continuing by previous_response_id).
     let input: &[InputItem] = match &req.input {
         Some(Input::Items(items)) => items,
         _ => &[],
     };
+    let replayer = Replayer { registry: ctx.registry };
     let replayed: Vec<String> = from
         .prefix
         .iter()
         .chain(input)
-        .filter_map(|i| match i {
-            InputItem::WebSearchCall(ws) => Some(ws.id.clone()),
-            _ => None,
-        })
+        .filter_map(|i| replayer.private_result_id(i).map(str::to_string))
         .collect();
     if !replayed.is_empty() {
         match Box::pin(ctx.store.tool_results(&replayed)).await {
             Ok(found) => from.restored = found,
             // Not fatal: the replay falls back to the query and sources.
-            Err(e) => tracing::warn!(error = %e, "stored web search results could not be read"),
+            Err(e) => tracing::warn!(error = %e, "stored private tool results could not be read"),
         }
     }
     let previous_response_id = from.previous_response_id.clone();
     let result = match validate(req, ctx.models, ctx.reject_unknown, ctx.registry, ctx.caps, from) {
-        Ok(mut p) => Box::pin(resolve_file_stores(&mut p)).await.map(|()| p),
+        Ok(mut p) => Box::pin(p.tools.resolve(&DeclareCtx { registry: ctx.registry })).await.map(|()| p),
         Err(e) => Err(e),
     };
     let mut prepared = match result {
@@ -184,35 +184,3 @@ async fn begin_conversation(ctx: &Context<'_>, id: String) -> Result<(Continuati
         }
     }
 }
-
-/// Resolves the executor of every `file_search` vector store before any model call: an id
-/// no executor knows is a 400 `invalid_request_error` naming it (param
-/// `tools[i].vector_store_ids`); a store whose executor is not configured is a 400 naming
-/// the missing setting (code `tool_not_configured`).
-pub async fn resolve_file_stores(p: &mut Prepared) -> Result<(), GatewayError> {
-    let Some(options) = p.tools.file_search() else { return Ok(()) };
-    let param = p
-        .base
-        .tools
-        .iter()
-        .position(|t| t.get("type").and_then(Value::as_str) == Some("file_search"))
-        .map(|i| format!("tools[{i}].vector_store_ids"))
-        .unwrap_or_else(|| "tools".to_string());
-    let router = &p.executors.file_search;
-    let resolved = futures_util::future::join_all(options.vector_store_ids.iter().map(|id| router.resolve(id))).await;
-    let mut stores = Vec::with_capacity(resolved.len());
-    for (id, r) in options.vector_store_ids.iter().zip(resolved) {
-        match r {
-            Ok(backend) => stores.push((id.clone(), backend)),
-            Err(ResolveError::Unknown(id)) => {
-                return Err(GatewayError::bad_request(Some(param), format!("Vector store with id '{id}' not found.")).with_code("vector_store_not_found"))
-            }
-            Err(ResolveError::NotConfigured(why)) => {
-                return Err(GatewayError::bad_request(Some(param), why).with_code("tool_not_configured"))
-            }
-        }
-    }
-    p.file_stores = stores;
-    Ok(())
-}
-

@@ -13,7 +13,7 @@ use crate::events::emitter::Emitter;
 use crate::events::file_citations::{FileSources, MarkerFilter};
 use crate::events::ids::new_id;
 use crate::tools::custom::{arguments_from_input, input_from_arguments, InputDecoder};
-use crate::tools::{Owner, ToolKind, ToolSet};
+use crate::tools::{Owner, ToolEntry, ToolSet};
 use crate::upstream::{FinishReason, UpstreamEvent};
 
 /// A call received in the current round, under its model-visible name.
@@ -172,7 +172,7 @@ impl Round {
                             .any(|c| tools.lookup(&c.name).is_none_or(|e| e.owner != Owner::Client));
                         let call = &mut self.calls[pos];
                         if let Some(entry) = tools.lookup(&call.name).filter(|e| e.owner == Owner::Client && !after_gateway) {
-                            let idx = call.start_client_item(&entry.kind, &entry.name, entry.namespace.clone(), emitter);
+                            let idx = call.start_client_item(entry, emitter);
                             let so_far = call.arguments.clone();
                             call.stream_piece(idx, so_far, emitter);
                         }
@@ -258,7 +258,7 @@ impl Round {
     /// Completes the streamed client calls whose items are still open.
     fn close_streamed_calls(&mut self, tools: &ToolSet, emitter: &mut Emitter) {
         for call in self.calls.iter_mut().filter(|c| c.output_index.is_some() && !c.closed) {
-            let custom = tools.lookup(&call.name).is_some_and(|e| e.kind.is_custom());
+            let custom = tools.lookup(&call.name).is_some_and(ToolEntry::is_custom);
             call.finish_item(custom, emitter);
         }
     }
@@ -272,14 +272,16 @@ impl PendingCall {
         }
     }
 
-    /// Adds the client-owned call's item (`function_call` or `custom_tool_call`).
-    pub fn start_client_item(&mut self, kind: &ToolKind, name: &str, namespace: Option<String>, emitter: &mut Emitter) -> usize {
+    /// Adds the client-owned call's item (`function_call` or `custom_tool_call`, as the
+    /// tool's calls appear) under the tool's public name and namespace.
+    pub fn start_client_item(&mut self, entry: &ToolEntry, emitter: &mut Emitter) -> usize {
         self.ensure_id();
-        let idx = if kind.is_custom() {
+        let (name, namespace) = (entry.name.clone(), entry.namespace.clone());
+        let idx = if entry.is_custom() {
             self.decoder = Some(InputDecoder::default());
-            emitter.custom_call_start(self.call_id.clone(), name.to_string(), namespace)
+            emitter.custom_call_start(self.call_id.clone(), name, namespace)
         } else {
-            emitter.function_call_start(self.call_id.clone(), name.to_string(), namespace)
+            emitter.function_call_start(self.call_id.clone(), name, namespace)
         };
         self.output_index = Some(idx);
         idx

@@ -12,19 +12,15 @@ use protocol::Response;
 use crate::events::emitter::{Emitter, Terminal};
 use crate::events::citations::Source;
 use crate::events::file_citations::FileSources;
-use crate::executors::file_search::VectorStoreBackend;
 use std::sync::Arc;
-use crate::executors::Registry;
 use crate::tools::custom::arguments_from_input;
-use crate::tools::{Owner, ToolChoice, ToolEntry, ToolKind};
-use serde_json::Value;
-use crate::turn::execute::{self, Exec, GatewayCall, ToolResult};
+use crate::tools::{BindCtx, CallItem, Owner, ToolChoice};
+use crate::turn::execute::{self, Observed, ToolResult};
 use crate::turn::round::Round;
 use crate::transcript::{Call, Transcript};
 use crate::turn::Prepared;
-use crate::turn::driver::Runner;
-use crate::turn::observer::{RoundReport, TurnInfo, TurnObserver, TurnReport};
-use crate::upstream::{FinishReason, RoundRequest, UpstreamError, UpstreamEvent};
+use crate::turn::observer::{NoObserver, RoundReport, TurnInfo, TurnObserver, TurnReport};
+use crate::upstream::{FinishReason, ModelClient, RoundRequest, UpstreamError, UpstreamEvent};
 use tokio::time::Instant;
 use futures_util::StreamExt;
 
@@ -42,6 +38,21 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits { max_rounds: 8, max_parallel: 4, call_timeout: Duration::from_secs(30) }
+    }
+}
+
+/// What every turn runs with: the upstream, the loop's bounds and the observer.
+#[derive(Debug, Clone)]
+pub struct Runner {
+    pub upstream: Arc<dyn ModelClient>,
+    pub limits: Limits,
+    pub observer: Arc<dyn TurnObserver>,
+}
+
+impl Runner {
+    /// `upstream` with `limits` and the no-op observer.
+    pub fn new(upstream: Arc<dyn ModelClient>, limits: Limits) -> Runner {
+        Runner { upstream, limits, observer: Arc::new(NoObserver) }
     }
 }
 
@@ -64,16 +75,11 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
     let started = Instant::now();
     let info = TurnInfo { response_id: emitter.response().id.clone(), model: turn.upstream_model.clone() };
     let mut first_token = false;
-    let Prepared { upstream_model, mut transcript, tools, mut sampling, max_output_tokens, max_tool_calls, include, executors, file_stores, cancel, .. } = turn;
-    let include_sources = include.iter().any(|i| i == "web_search_call.action.sources");
-    let bind_ctx = BindContext {
-        executors: &executors,
-        include_sources,
-        include_results: include.iter().any(|i| i == "file_search_call.results"),
-        file_stores: Arc::new(file_stores),
-    };
+    let Prepared { upstream_model, mut transcript, tools, mut sampling, max_output_tokens, max_tool_calls, include, executors, cancel, .. } = turn;
+    let bind_ctx = BindCtx { executors: &executors, include: &include };
+    let observed = Observed { observer, info: &info };
     // Chunks shown in earlier turns keep their numbers; this turn's continue after them.
-    let mut files = FileSources { enabled: tools.file_search().is_some(), list: std::mem::take(&mut transcript.file_sources) };
+    let mut files = FileSources { enabled: tools.cites_files(), list: std::mem::take(&mut transcript.file_sources) };
     let mut sources: Vec<Source> = Vec::new();
     let mut usage = Usage::default();
     let mut executed: u64 = 0;
@@ -172,12 +178,12 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
         // history get JSON (a client call's item streams it as its last delta).
         for call in &mut round.calls {
             call.ensure_id();
-            if call.arguments.trim().is_empty() && offered.lookup(&call.name).is_some_and(|e| e.kind == ToolKind::Function) {
+            if call.arguments.trim().is_empty() && offered.lookup(&call.name).is_some_and(|e| e.call_item() == CallItem::Function) {
                 call.arguments.push_str("{}");
             }
             // The history holds what the client gets: a client custom call's arguments are
             // re-encoded from its input (JSON whatever the model wrote; as a replay has them).
-            if !call.closed && offered.lookup(&call.name).is_some_and(|e| e.owner == Owner::Client && e.kind.is_custom()) {
+            if !call.closed && offered.lookup(&call.name).is_some_and(|e| e.owner == Owner::Client && e.is_custom()) {
                 call.arguments = arguments_from_input(&call.final_text(true, emitter));
             }
             transcript_calls.push(Call { call_id: call.call_id.clone(), name: call.name.clone(), arguments: call.arguments.clone() });
@@ -193,20 +199,20 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
                     Ok(_) if max_tool_calls.is_some_and(|cap| executed >= cap) => answers.push(reject(
                         "error: max_tool_calls reached; this call was not executed. Answer with what you have.".into(),
                     )),
-                    Ok(args) => match bind(entry, &args, &bind_ctx) {
-                        Some((input, exec)) => {
+                    Ok(args) => match entry.tool.bind(&call.call_id, &args, &bind_ctx) {
+                        Ok(invocation) => {
                             executed += 1;
-                            gateway.push(GatewayCall { call_id: call.call_id.clone(), name: entry.name.clone(), input, exec });
+                            gateway.push(invocation);
                         }
-                        None => answers.push(reject("error: this tool has no executor configured.".into())),
+                        Err(msg) => answers.push(reject(msg)),
                     },
                 },
             }
         }
         let ran_gateway = !gateway.is_empty();
-        let done = Box::pin(execute::run_calls(gateway, emitter, limits.max_parallel, limits.call_timeout, &mut files)).await;
+        let done = Box::pin(execute::run_calls(gateway, emitter, limits.max_parallel, limits.call_timeout, &mut files, observed)).await;
         usage.add(&done.usage);
-        transcript.web_searches.extend(done.web_searches);
+        transcript.private_results.extend(done.private);
         for s in done.sources {
             if !sources.iter().any(|k| k.url == s.url) {
                 sources.push(s);
@@ -225,9 +231,9 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
             for call in round.calls.iter_mut().filter(|c| client.contains(&c.index)) {
                 let Some(entry) = tools.lookup(&call.name) else { continue };
                 if call.output_index.is_none() {
-                    call.start_client_item(&entry.kind, &entry.name, entry.namespace.clone(), emitter);
+                    call.start_client_item(entry, emitter);
                 }
-                call.finish_item(entry.kind.is_custom(), emitter);
+                call.finish_item(entry.is_custom(), emitter);
             }
             return finish(&done_ctx, emitter, transcript, &mut files, Terminal::Completed, usage, None);
         }
@@ -236,49 +242,6 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
         }
     }
     finish(&done_ctx, emitter, transcript, &mut files, Terminal::Completed, usage, None)
-}
-
-/// What binding a gateway call needs besides the call: the executors, the `include`
-/// switches, and the vector stores resolved for this turn.
-struct BindContext<'a> {
-    executors: &'a Registry,
-    include_sources: bool,
-    include_results: bool,
-    file_stores: Arc<Vec<(String, Arc<dyn VectorStoreBackend>)>>,
-}
-
-/// Binds a validated gateway call to its executor: the input it runs on and where.
-fn bind(entry: &ToolEntry, args: &Value, ctx: &BindContext<'_>) -> Option<(String, Exec)> {
-    let (executors, include_sources) = (ctx.executors, ctx.include_sources);
-    match &entry.kind {
-        ToolKind::ServerCustom => {
-            let tool = entry.executor.clone()?;
-            Some((execute::string_arg(args, execute::INPUT), Exec::Server(tool)))
-        }
-        ToolKind::WebSearch(options) => {
-            let backend = executors.web_search.clone().ok()?;
-            let query = execute::string_arg(args, "query");
-            let request = options.request(query.clone());
-            Some((query, Exec::WebSearch { backend, request, include_sources }))
-        }
-        ToolKind::FileSearch(options) => {
-            let queries: Vec<String> = args
-                .get("queries")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).map(|q| q.trim().to_string()).filter(|q| !q.is_empty()).collect())
-                .unwrap_or_default();
-            let input = queries.join("\n");
-            let exec = Exec::FileSearch {
-                stores: ctx.file_stores.clone(),
-                options: options.clone(),
-                queries,
-                include_results: ctx.include_results,
-                timeout: executors.file_search.timeout,
-            };
-            Some((input, exec))
-        }
-        ToolKind::Function | ToolKind::Custom => None,
-    }
 }
 
 /// Ends a round cut short (failure, truncation, cancel): its open items close

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use protocol::input::{Input, InputItem};
-use protocol::request::{TextConfig, TextFormat, Verbosity};
+use protocol::request::{TextConfig, TextFormat, Verbosity, INCLUDE_VALUES};
 use protocol::{ApiError, CreateResponse, Response, ResponseStatus};
 use serde_json::{json, Value};
 
@@ -39,9 +39,6 @@ pub struct Prepared {
     pub include: Vec<String>,
     /// The deployment's executors (shared, cheap to clone).
     pub executors: Arc<Registry>,
-    /// The executor of each `file_search` vector store, resolved by
-    /// [`crate::turn::prepare::resolve_file_stores`] (empty until then).
-    pub file_stores: Vec<(String, Arc<dyn crate::executors::file_search::VectorStoreBackend>)>,
     pub stream: bool,
     pub store: bool,
     /// Cancelled when the gateway shuts down and its grace period is over: the turn then
@@ -52,17 +49,6 @@ pub struct Prepared {
     pub persist: Option<crate::turn::persist::Persist>,
 }
 
-/// The `include` values of the API (contract §1.1 `IncludeEnum`); others are a 400.
-pub const INCLUDE_VALUES: [&str; 8] = [
-    "file_search_call.results",
-    "web_search_call.results",
-    "web_search_call.action.sources",
-    "message.input_image.image_url",
-    "computer_call_output.output.image_url",
-    "code_interpreter_call.outputs",
-    "reasoning.encrypted_content",
-    "message.output_text.logprobs",
-];
 
 /// Parses the body. Not JSON → 400 with `param: null`; a wrong type → 400 naming the
 /// field path (e.g. `input[0].content`). Unknown top-level fields are returned for the
@@ -233,7 +219,6 @@ pub fn validate(
         max_tool_calls: req.max_tool_calls,
         include: req.include.clone().unwrap_or_default(),
         executors: registry.clone(),
-        file_stores: Vec::new(),
         cancel: Default::default(),
         stream: req.stream.unwrap_or(false),
         store,

@@ -80,6 +80,18 @@ pub struct NativeTool {
     pub declaration: Value,
 }
 
+impl NativeTool {
+    /// A custom tool's native declaration: the Responses one (contract §2) under its
+    /// model-visible `name`, `{type:"custom", name, description?, format}`.
+    pub fn custom(name: &str, description: Option<&str>, format: &Value) -> NativeTool {
+        let mut declaration = serde_json::json!({"type": "custom", "name": name, "format": format});
+        if let Some(d) = description.filter(|d| !d.is_empty()) {
+            declaration["description"] = Value::String(d.to_string());
+        }
+        NativeTool { tool_type: "custom".to_string(), declaration }
+    }
+}
+
 /// The resolved tool choice (contract §3); names are model-visible names.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub enum ToolChoice {

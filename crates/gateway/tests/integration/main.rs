@@ -13,6 +13,8 @@ mod embeddings;
 mod failures;
 mod file_search;
 mod fuzz;
+mod layering;
+mod observer;
 mod hybrid_search;
 mod responses;
 mod store_conversations;

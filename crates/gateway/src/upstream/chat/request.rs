@@ -334,7 +334,7 @@ mod tests {
                 Entry::ToolResult { call_id: "c2".into(), content: "1".into() },
             ],
             file_sources: Vec::new(),
-            web_searches: Vec::new(),
+            private_results: Vec::new(),
         };
         let weather = UpstreamTool {
             name: "get_weather".into(),

@@ -54,6 +54,15 @@ impl Harness {
         edit: impl FnOnce(&mut Config),
         tools: impl FnOnce(&mut Registry) + Send + 'static,
     ) -> Harness {
+        Harness::start_state(db, edit, move |state| tools(Arc::make_mut(&mut state.registry))).await
+    }
+
+    /// As `start_on`, and lets the test change the server's state (e.g. its turn observer).
+    pub async fn start_state(
+        db: Arc<TestDb>,
+        edit: impl FnOnce(&mut Config),
+        state_edit: impl FnOnce(&mut AppState),
+    ) -> Harness {
         let upstream = ScriptedUpstream::start().await.expect("upstream");
         let mut config = Config::default();
         config.upstream.url = Some(upstream.base_url());
@@ -70,7 +79,7 @@ impl Harness {
         let base = format!("http://{}", listener.local_addr().expect("addr"));
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let mut state = AppState::with_store(&config, Arc::new(store.clone())).expect("state");
-        tools(Arc::make_mut(&mut state.registry));
+        state_edit(&mut state);
         let server = tokio::spawn(async move {
             let shutdown = async {
                 let _ = rx.await;

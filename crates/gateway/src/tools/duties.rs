@@ -1,0 +1,201 @@
+//! The four duties of a tool type (DESIGN.md "The three seams"), as traits:
+//! 1. validate the public declaration, and 2. give its upstream form ([`ToolType::declare`]:
+//!    each tool's function, with the native form an upstream may take instead);
+//! 3. recognize and bind a model call into one [`Invocation`] ([`Tool::bind`]: arguments
+//!    already checked against the schema, executor chosen);
+//! 4. encode its canonical items and events ([`Invocation::start`], [`Invocation::finish`])
+//!    and its continuation input ([`ToolType::replay`]).
+//!
+//! The turn loop drives these and names no tool type. Executors (where a tool runs) stay
+//! apart, in `executors/`.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use protocol::input::InputItem;
+use protocol::response::Usage;
+use protocol::ApiError;
+use serde_json::Value;
+
+use super::ToolEntry;
+use crate::error::GatewayError;
+use crate::events::citations::Source;
+use crate::events::file_citations::{FileSource, FileSources};
+use crate::events::Emitter;
+use crate::executors::Registry;
+use crate::transcript::Replayed;
+
+/// What declaring a tool needs besides the declaration: the deployment's executors.
+#[derive(Debug, Clone, Copy)]
+pub struct DeclareCtx<'a> {
+    pub registry: &'a Registry,
+}
+
+/// A validated declaration: its tools (a `namespace` gives one per member) and the
+/// normalized declaration echoed in `Response.tools` (contract §2).
+#[derive(Debug)]
+pub struct Declared {
+    pub entries: Vec<ToolEntry>,
+    pub echo: Value,
+}
+
+/// One Responses tool type (contract §2), the request-independent side of its duties.
+pub trait ToolType: Send + Sync + Debug {
+    /// The declared `type` values it handles, e.g. `["file_search"]`.
+    fn types(&self) -> &'static [&'static str];
+    /// Duties 1 and 2: validates the declaration at `param` (`tools[i]`) whose `type` is
+    /// `kind`, and gives each tool its upstream form (a function, plus the native form
+    /// where the type has one). Errors are 400s naming the offending field.
+    fn declare(&self, decl: Value, kind: &str, param: &str, ctx: &DeclareCtx<'_>) -> Result<Declared, ApiError>;
+    /// Duty 4, replay: the call (and, for a gateway tool's item, the result the model read)
+    /// that an input item of this type stands for; `None` for other items. A file search
+    /// appends its replayed chunks to `file_sources`.
+    fn replay(&self, _item: &InputItem, _file_sources: &mut Vec<FileSource>) -> Option<Replayed> {
+        None
+    }
+    /// The id under which an item of this type keeps a private result (results not on the
+    /// wire, e.g. web search's), so that its replay restores them; `None` by default.
+    fn private_result_id<'i>(&self, _item: &'i InputItem) -> Option<&'i str> {
+        None
+    }
+}
+
+/// How a tool's calls appear in the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallItem {
+    /// A client `function_call`, answered by a `function_call_output`.
+    Function,
+    /// A `custom_tool_call` (the client's, or a server tool's with its output).
+    Custom,
+    /// A gateway item of its own (`web_search_call`, `file_search_call`).
+    Hosted,
+}
+
+/// One declared tool of a request: the per-request side of the duties.
+pub trait Tool: Send + Sync + Debug {
+    /// The Responses tool type, e.g. `function`, `custom`, `web_search`, `file_search`.
+    fn tool_type(&self) -> &'static str;
+    /// The declared `type` values a `tool_choice` may name it by (hosted tools).
+    fn choice_types(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// How its calls appear in the output.
+    fn call_item(&self) -> CallItem;
+    /// Duty 3: binds a gateway call whose `arguments` matched the tool's schema into an
+    /// invocation on its executor. `Err` is the message the model reads instead of a run
+    /// (e.g. no executor configured). Client tools are never bound.
+    fn bind(&self, _call_id: &str, _arguments: &Value, _ctx: &BindCtx<'_>) -> Result<Box<dyn Invocation>, String> {
+        Err("error: this tool has no executor configured.".to_string())
+    }
+    /// Resolves what the tool needs before any model call, asynchronously (file_search:
+    /// each vector store's executor); `param` is the declaration's `tools[i]`. Returns the
+    /// resolved tool to use instead, or `None` to keep this one. Errors are 400s.
+    fn resolve<'a>(&'a self, _param: &'a str, _ctx: &'a DeclareCtx<'a>) -> BoxFuture<'a, Result<Option<Arc<dyn Tool>>, GatewayError>> {
+        Box::pin(async { Ok(None) })
+    }
+    /// True when the answer's `【N】` markers name this tool's chunks (file citations).
+    fn cites_files(&self) -> bool {
+        false
+    }
+}
+
+/// What binding a call needs besides the call: the executors and the request's `include`.
+#[derive(Debug, Clone, Copy)]
+pub struct BindCtx<'a> {
+    pub executors: &'a Registry,
+    /// `include` values, e.g. `web_search_call.action.sources`.
+    pub include: &'a [String],
+}
+
+impl BindCtx<'_> {
+    /// True when `include` asks for `what`.
+    pub fn includes(&self, what: &str) -> bool {
+        self.include.iter().any(|i| i == what)
+    }
+}
+
+/// How a run ended, for the item's status and the observer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RunStatus {
+    /// The executor answered.
+    Ok,
+    /// The executor failed.
+    #[default]
+    Error,
+    /// The call's timeout ran out.
+    Timeout,
+}
+
+/// What a run produced, before it is encoded.
+#[derive(Debug, Default)]
+pub struct Ran {
+    pub status: RunStatus,
+    /// The text the model reads (an `error: …` text when the run failed).
+    pub content: String,
+    /// Usage of private upstream calls the executor made.
+    pub usage: Option<Usage>,
+    /// Sources found (web search), for `url_citation`s.
+    pub sources: Vec<Source>,
+    /// Chunks found (file search), numbered after the turn's earlier ones when encoded.
+    pub files: Option<Vec<crate::executors::file_search::FileHit>>,
+}
+
+/// A finished call as the turn records it.
+#[derive(Debug, Default)]
+pub struct Finished {
+    /// What the model reads as the call's result.
+    pub content: String,
+    /// Sources for the answer's `url_citation`s.
+    pub sources: Vec<Source>,
+    pub usage: Option<Usage>,
+    /// A private result the tool needs again on replay: `(item id, key)`, the result being
+    /// `content` (web search: the item's id and its query).
+    pub private: Option<(String, String)>,
+}
+
+/// Duty 4, encode: one bound gateway call. The turn starts every call of a round first,
+/// runs them in parallel, then finishes them in call order.
+pub trait Invocation: Send {
+    /// The model's call id.
+    fn call_id(&self) -> &str;
+    /// The Responses tool type and where the call runs (for the observer), e.g.
+    /// `("web_search", "http")`.
+    fn labels(&self) -> (&'static str, String);
+    /// Adds the call's item (after a progress message, which only streams show).
+    fn start(&mut self, out: &mut Emitter);
+    /// Runs the call on its executor, within `timeout`.
+    fn run(&self, timeout: Duration) -> BoxFuture<'static, Ran>;
+    /// Completes the call's item with `ran`; `files` are the turn's file-search chunks
+    /// (a file search numbers its own after them and appends them).
+    fn finish(self: Box<Self>, ran: Ran, out: &mut Emitter, files: &mut FileSources) -> Finished;
+}
+
+/// The text of a timed-out run.
+pub fn timed_out(timeout: Duration) -> String {
+    format!("error: the tool timed out after {} ms", timeout.as_millis())
+}
+
+/// Helpers for the tool types' unit tests: an emitter whose events are recorded, and the
+/// events' `type` names in order.
+#[cfg(test)]
+pub(crate) mod testing {
+    use protocol::events::EventKind;
+    use protocol::Response;
+
+    use crate::events::{Emitter, Recorder};
+
+    /// An emitter that streams to a [`Recorder`] (progress messages included).
+    pub fn recording() -> (Emitter, Recorder) {
+        let recorder = Recorder::default();
+        let mut emitter = Emitter::new(Response::default(), Some(Box::new(recorder.clone())));
+        emitter.start();
+        (emitter, recorder)
+    }
+
+    /// The recorded events after the start, as `type` names.
+    pub fn names(recorder: &Recorder) -> Vec<&'static str> {
+        recorder.events().iter().skip(2).map(|(_, k): &(u64, EventKind)| k.name()).collect()
+    }
+}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test: Rust unit/integration/fuzz tests (the store suites on SQLite and on
-# PostgreSQL), the Python end-to-end tests with the official openai SDK (SQLite, then the
+# PostgreSQL), clippy with the workspace lints, the Python end-to-end tests with the official openai SDK (SQLite, then the
 # store tests again on PostgreSQL), real clients (the OpenAI Agents SDK and Codex CLI,
 # tests/clients), the playground's browser tests (Debian's Chromium driven by
 # playwright-core, tests/browser), then (serially, last) the real-model smoke test.
@@ -29,6 +29,9 @@ MINILM_DIR="$(bash scripts/minilm.sh)"
 export MINILM_DIR
 cargo build --workspace --bins --features responses-gateway/minilm
 cargo test --workspace --features responses-gateway/minilm
+
+echo "== cargo clippy (workspace lints: no unwrap/expect/panic outside tests) =="
+cargo clippy --workspace --all-targets --features responses-gateway/minilm -- -D warnings
 
 echo "== Python end-to-end tests (openai SDK) =="
 GATEWAY_BIN="$PWD/target/debug/responses-gateway" UPSTREAM_BIN="$PWD/target/debug/scripted-upstream" \

@@ -1,5 +1,6 @@
 //! Records build metadata (package and dependency versions from Cargo.lock) for the
-//! `package_version` server tool, with the `built` crate.
-fn main() {
-    built::write_built_file().expect("write built.rs");
+//! `package_version` server tool, with the `built` crate. A failure fails the build.
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    built::write_built_file()?;
+    Ok(())
 }

@@ -162,7 +162,7 @@ async fn main() -> anyhow::Result<()> {
     let mut big = String::with_capacity(5_100_000);
     while big.len() < 5_000_000 {
         big.push_str(rng.pick(&words));
-        big.push(if rng.next() % 12 == 0 { '\n' } else { ' ' });
+        big.push(if rng.next().is_multiple_of(12) { '\n' } else { ' ' });
     }
     let t = Instant::now();
     let mut up = index.begin_upload().await.map_err(|e| anyhow::anyhow!("{e}"))?;

@@ -53,7 +53,7 @@ fn answer(n: usize) -> String {
 }
 
 /// A finished one-round turn as `turn::run` would return it.
-fn outcome(id: &str, base: &Transcript, n: usize) -> Outcome {
+fn outcome(id: &str, base: &Transcript, n: usize) -> anyhow::Result<Outcome> {
     let mut transcript = base.clone();
     transcript.entries.push(Entry::User(vec![UserPart::Text(USER_TEXT.into())]));
     transcript.push_assistant(answer(n), Vec::new());
@@ -66,8 +66,7 @@ fn outcome(id: &str, base: &Transcript, n: usize) -> Outcome {
         "store": true, "temperature": 1.0, "text": {"format": {"type": "text"}, "verbosity": "medium"},
         "tool_choice": "auto", "tools": [], "top_logprobs": 0, "top_p": 1.0, "truncation": "disabled",
         "usage": null, "user": null, "metadata": {}, "frequency_penalty": 0.0, "presence_penalty": 0.0
-    }))
-    .expect("response");
+    }))?;
     let mut response = base_response;
     response.output.push(OutputItem::Message {
         id: format!("msg_{id}"),
@@ -77,7 +76,7 @@ fn outcome(id: &str, base: &Transcript, n: usize) -> Outcome {
         phase: Some(Phase::FinalAnswer),
     });
     response.usage = Some(Usage { input_tokens: 120, output_tokens: 40, total_tokens: 160, ..Usage::default() });
-    Outcome { response, transcript, upstream_error: None }
+    Ok(Outcome { response, transcript, upstream_error: None })
 }
 
 fn plan(store: &Arc<dyn Store>, previous: Option<String>) -> Persist {
@@ -91,21 +90,21 @@ fn plan(store: &Arc<dyn Store>, previous: Option<String>) -> Persist {
     }
 }
 
-async fn bench(name: &str, store: SqlStore, turns: usize) {
+async fn bench(name: &str, store: SqlStore, turns: usize) -> anyhow::Result<()> {
     let store: Arc<dyn Store> = Arc::new(store);
     // Warm up the pool and the statement caches.
     for i in 0..50 {
-        let o = outcome(&format!("resp_warm{i}"), &Transcript::default(), i);
-        persist::commit(plan(&store, None), &o.response, o.transcript).await.expect("commit");
+        let o = outcome(&format!("resp_warm{i}"), &Transcript::default(), i)?;
+        persist::commit(plan(&store, None), &o.response, o.transcript).await?;
     }
     let mut lat = Vec::with_capacity(turns);
-    let outcomes: Vec<Outcome> = (0..turns).map(|i| outcome(&format!("resp_b{i}"), &Transcript::default(), i)).collect();
+    let outcomes = (0..turns).map(|i| outcome(&format!("resp_b{i}"), &Transcript::default(), i)).collect::<anyhow::Result<Vec<_>>>()?;
     let cpu0 = cpu_ms();
     let wall0 = Instant::now();
     for o in outcomes {
         let t = Instant::now();
-        store.ping().await.expect("ping");
-        persist::commit(plan(&store, None), &o.response, o.transcript).await.expect("commit");
+        store.ping().await?;
+        persist::commit(plan(&store, None), &o.response, o.transcript).await?;
         lat.push(t.elapsed().as_secs_f64() * 1000.0);
     }
     let wall = wall0.elapsed().as_secs_f64() * 1000.0;
@@ -125,8 +124,8 @@ async fn bench(name: &str, store: SqlStore, turns: usize) {
     let mut previous: Option<String> = None;
     for n in 0..CHAIN {
         let id = format!("resp_chain{n}_{}", rand::random::<u32>());
-        let o = outcome(&id, &transcript, n);
-        persist::commit(plan(&store, previous.clone()), &o.response, o.transcript.clone()).await.expect("commit");
+        let o = outcome(&id, &transcript, n)?;
+        persist::commit(plan(&store, previous.clone()), &o.response, o.transcript.clone()).await?;
         transcript = o.transcript;
         previous = Some(id);
     }
@@ -137,16 +136,17 @@ async fn bench(name: &str, store: SqlStore, turns: usize) {
     let mut lat = Vec::new();
     for i in 0..500 {
         let t = Instant::now();
-        let req = parse_request(body.as_bytes()).expect("parse");
-        let prepared = state::prepare(req, body.as_bytes(), &ctx).await.expect("prepare");
+        let req = parse_request(body.as_bytes()).map_err(|e| anyhow::anyhow!("parse: {}", e.message))?;
+        let prepared = state::prepare(req, body.as_bytes(), &ctx).await.map_err(|e| anyhow::anyhow!("prepare: {}", e.error.message))?;
         let ms = t.elapsed().as_secs_f64() * 1000.0;
-        assert_eq!(prepared.transcript.entries.len(), 2 * CHAIN + 1);
+        anyhow::ensure!(prepared.transcript.entries.len() == 2 * CHAIN + 1, "the chain was not rebuilt whole");
         if i >= 20 {
             lat.push(ms);
         }
     }
     lat.sort_by(f64::total_cmp);
     println!("{name:8} 20-turn chain rebuild (turn::prepare): p50 {:.3} ms, p99 {:.3} ms", pct(&lat, 0.5), pct(&lat, 0.99));
+    Ok(())
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -158,7 +158,7 @@ async fn main() -> anyhow::Result<()> {
     if which == "sqlite" || which == "both" {
         let dir = std::env::temp_dir().join(format!("rg-store-bench-{}", std::process::id()));
         let store = SqlStore::connect(&config, Target::Sqlite(&dir.join("store.sqlite3"))).await?;
-        bench("sqlite", store, turns).await;
+        bench("sqlite", store, turns).await?;
         let _ = std::fs::remove_dir_all(&dir);
     }
     if which == "postgres" || which == "both" {
@@ -170,7 +170,7 @@ async fn main() -> anyhow::Result<()> {
         let mut url = reqwest::Url::parse(&admin)?;
         url.set_path(&format!("/{name}"));
         let store = SqlStore::connect(&config, Target::Postgres(url.as_str())).await?;
-        bench("postgres", store.clone(), turns).await;
+        bench("postgres", store.clone(), turns).await?;
         store.close().await;
         sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)")).execute(&mut conn).await?;
     }

@@ -15,7 +15,7 @@ pub mod file_search;
 pub mod store;
 
 /// The whole configuration.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub server: ServerConfig,
@@ -209,21 +209,6 @@ impl Default for UpstreamConfig {
             connect_timeout_ms: 10_000,
             pool_idle_timeout_ms: 4_000,
             native_tools: Vec::new(),
-        }
-    }
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            server: ServerConfig::default(),
-            upstream: UpstreamConfig::default(),
-            models: None,
-            tools: ToolsConfig::default(),
-            server_tools: ServerToolsConfig::default(),
-            web_search: WebSearchConfig::default(),
-            file_search: Default::default(),
-            store: store::StoreConfig::default(),
         }
     }
 }

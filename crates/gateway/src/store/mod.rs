@@ -169,9 +169,10 @@ pub trait Store: Send + Sync + Debug {
     fn response<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Value>, StoreError>>;
     /// Deletes a stored response; false when there was none.
     fn delete_response<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
-    /// The stored `(query, results)` of these `web_search_call` items of stored turns, by
-    /// item id; ids not found are left out.
-    fn tool_results<'a>(&'a self, item_ids: &'a [String]) -> BoxFuture<'a, Result<std::collections::HashMap<String, (String, String)>, StoreError>>;
+    /// The stored private `(key, result)` of these gateway tool items of stored turns (web
+    /// search: the query and the results the model read), by item id; ids not found are
+    /// left out.
+    fn tool_results<'a>(&'a self, item_ids: &'a [String]) -> BoxFuture<'a, Result<PrivateResults, StoreError>>;
     /// A page of the response's input items (None: unknown response).
     fn input_items<'a>(&'a self, id: &'a str, q: &'a ListQuery) -> BoxFuture<'a, Result<Option<Page>, StoreError>>;
     /// Writes a finished turn atomically: the response row (if stored) and the
@@ -215,6 +216,9 @@ pub async fn open(config: &StoreConfig, data_dir: &std::path::Path) -> anyhow::R
     let store = sql::SqlStore::open(config, data_dir).await?;
     Ok(Arc::new(store))
 }
+
+/// Private tool results by item id: `(key, result)` (web search: its query and results).
+pub type PrivateResults = std::collections::HashMap<String, (String, String)>;
 
 /// Unix time in milliseconds.
 pub fn now_ms() -> i64 {

@@ -284,7 +284,7 @@ fn finish(ended: &Ended<'_>, emitter: &mut Emitter, mut transcript: Transcript, 
     let response = emitter.finish(terminal, usage);
     let report = TurnReport {
         status: response.status,
-        usage: response.usage.clone().unwrap_or_default(),
+        usage: response.usage.unwrap_or_default(),
         rounds: ended.rounds,
         duration: ended.started.elapsed(),
     };

@@ -106,7 +106,7 @@ async fn mixed_round_runs_gateway_calls_first_then_returns_client_calls() {
     let names: Vec<&str> = reqs[0].body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
     assert_eq!(names, vec!["package_version", "get_weather"], "gateway tools are declared first");
     // the client call is done only after the gateway output was recorded
-    let pos = |pred: &dyn Fn(&Value) -> bool| s.events.iter().position(|e| pred(e)).unwrap();
+    let pos = |pred: &dyn Fn(&Value) -> bool| s.events.iter().position(pred).unwrap();
     let gw_out = pos(&|e| e["type"] == "response.output_item.done" && e["item"]["type"] == "custom_tool_call_output");
     let client_done = pos(&|e| e["type"] == "response.output_item.done" && e["item"]["type"] == "function_call");
     assert!(gw_out < client_done);

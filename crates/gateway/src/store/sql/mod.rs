@@ -7,7 +7,6 @@ mod conversations;
 mod responses;
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -288,7 +287,7 @@ impl Store for SqlStore {
         Box::pin(self.delete_response_row(id))
     }
 
-    fn tool_results<'a>(&'a self, item_ids: &'a [String]) -> BoxFuture<'a, Result<HashMap<String, (String, String)>, StoreError>> {
+    fn tool_results<'a>(&'a self, item_ids: &'a [String]) -> BoxFuture<'a, Result<super::PrivateResults, StoreError>> {
         Box::pin(self.tool_results_of(item_ids))
     }
 

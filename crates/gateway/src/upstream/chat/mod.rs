@@ -110,7 +110,7 @@ impl ChatCompletions {
         }
         secrets.extend(base.query_pairs().map(|(_, v)| v.into_owned()).filter(|v| v.len() >= 4));
         let secrets = Arc::new(Secrets::new(secrets));
-        let basic = (!base.username().is_empty()).then(|| (user, password));
+        let basic = (!base.username().is_empty()).then_some((user, password));
         let _ = base.set_username("");
         let _ = base.set_password(None);
         let chat_url = endpoint(&base, "/chat/completions");

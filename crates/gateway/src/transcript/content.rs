@@ -285,7 +285,7 @@ pub(super) fn tool_output_content(o: &ToolOutputContent, param: &str) -> Result<
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::TestReplay;
+    use super::super::build::tests::TestReplay;
     use super::super::{build, Transcript};
     use super::*;
     use protocol::input::InputItem;

@@ -13,17 +13,20 @@ pub const COMMIT_FAILED: &str = "The response could not be stored; it was not sa
 
 /// A turn whose first events (`response.created`, `response.in_progress`) have gone to its
 /// sink: the caller can answer (send the response head) before the turn runs.
+/// Both parts are boxed: the turn moves into its task and its run, and two pointers move
+/// cheaper than kilobytes of state.
 #[derive(Debug)]
 pub struct Started {
-    prepared: Prepared,
-    emitter: Emitter,
+    prepared: Box<Prepared>,
+    emitter: Box<Emitter>,
 }
 
 /// Starts a turn: its emitter sends `response.created` and `response.in_progress` to
 /// `sink` now (none: a non-streamed turn).
-pub fn start(mut prepared: Prepared, sink: Option<Box<dyn EventSink>>) -> Started {
+pub fn start(prepared: Prepared, sink: Option<Box<dyn EventSink>>) -> Started {
     let has_sink = sink.is_some();
-    let mut emitter = Emitter::new(std::mem::take(&mut prepared.base), sink);
+    let mut prepared = Box::new(prepared);
+    let mut emitter = Box::new(Emitter::new(std::mem::take(&mut prepared.base), sink));
     emitter.start();
     if has_sink && prepared.persist.is_some() {
         // Commit first, then send the terminal event (or response.failed).
@@ -41,19 +44,20 @@ impl Started {
 
     /// Runs the turn to its terminal event, committing it first when it is stored. Errors:
     /// the commit failed (nothing was stored; a stream has ended with `response.failed`).
-    pub async fn run(mut self, runner: &Runner) -> Result<Outcome, StoreError> {
-        let plan = self.prepared.persist.take();
-        let mut outcome = Box::pin(run(self.prepared, runner, &mut self.emitter)).await;
+    pub async fn run(self, runner: &Runner) -> Result<Outcome, StoreError> {
+        let Started { mut prepared, mut emitter } = self;
+        let plan = prepared.persist.take();
+        let mut outcome = Box::pin(run(*prepared, runner, &mut emitter)).await;
         let Some(plan) = plan else { return Ok(outcome) };
         let transcript = std::mem::take(&mut outcome.transcript);
         match Box::pin(persist::commit(plan, &outcome.response, transcript)).await {
             Ok(()) => {
-                self.emitter.release_terminal();
+                emitter.release_terminal();
                 Ok(outcome)
             }
             Err(e) => {
                 tracing::error!(error = %e, "storing the turn failed");
-                self.emitter.fail_terminal("server_error", COMMIT_FAILED);
+                emitter.fail_terminal("server_error", COMMIT_FAILED);
                 Err(e)
             }
         }

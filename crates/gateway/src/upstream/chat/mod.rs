@@ -395,8 +395,10 @@ impl ModelClient for ChatCompletions {
     /// naming the model is `UnknownModel`).
     fn stream_round<'a>(&'a self, req: &'a RoundRequest<'a>) -> BoxFuture<'a, Result<UpstreamStream, UpstreamError>> {
         Box::pin(async move {
-            let rs = self.stream(req).await?;
-            let model = req.model.to_string();
+            // Boxed: the unfold moves its state through each step, and a pointer moves
+            // cheaper than the stream.
+            let rs = Box::new(self.stream(req).await?);
+            let model: Arc<str> = req.model.into();
             let events = futures_util::stream::unfold((rs, model), |(mut rs, model)| async move {
                 let ev = rs.next().await?.map_err(|e| about_the_model(e, &model));
                 Some((ev, (rs, model)))

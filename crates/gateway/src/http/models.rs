@@ -48,7 +48,8 @@ async fn models(state: &AppState) -> Result<Value, GatewayError> {
         .await
         .map_err(|e| {
             // Messages never hold the URL's credentials or the key (`UpstreamError`).
-            tracing::warn!(code = e.code(), error = %e, "listing the upstream's models failed");
+            // Debug-quoted: an upstream message with line breaks cannot forge log lines.
+            tracing::warn!(code = e.code(), error = ?e.to_string(), "listing the upstream's models failed");
             e.to_error()
         })
 }

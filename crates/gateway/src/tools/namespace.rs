@@ -65,11 +65,17 @@ pub fn declare(mut decl: Value, param: &str) -> Result<Declared, ApiError> {
             }
         };
         if let Some(about) = &about {
+            let led = |own: Option<&str>| match own {
+                Some(own) => format!("{about}\n\n{own}"),
+                None => about.clone(),
+            };
             for entry in &mut e {
-                entry.upstream.description = Some(match entry.upstream.description.take() {
-                    Some(own) => format!("{about}\n\n{own}"),
-                    None => about.clone(),
-                });
+                entry.upstream.description = Some(led(entry.upstream.description.as_deref()));
+                // The native form (a custom member's, where the upstream takes it) too.
+                if let Some(native) = &mut entry.upstream.native {
+                    let own = native.declaration.get("description").and_then(Value::as_str).map(str::to_string);
+                    native.declaration["description"] = Value::String(led(own.as_deref()));
+                }
             }
         }
         entries.append(&mut e);
@@ -104,6 +110,13 @@ mod duties {
         assert_eq!(find.upstream.description.as_deref(), Some("The CRM.\n\nFind a customer."));
         assert_eq!((find.namespace.as_deref(), find.call_item()), (Some("crm"), CallItem::Function));
         assert_eq!(set.lookup("crm__note").unwrap().call_item(), CallItem::Custom);
+        // Where the upstream takes custom tools natively, the native form is led too.
+        let native_caps = crate::upstream::UpstreamCaps { native_tools: vec!["custom".into()], ..Default::default() };
+        let decl = json!({"type":"namespace","name":"crm","description":"The CRM.","tools":[{"type":"custom","name":"note","description":"Note it."}]});
+        let native = ToolSet::build(vec![decl], None, &registry, &native_caps).unwrap();
+        let n = native.lookup("crm__note").unwrap().upstream.native.clone().unwrap();
+        assert_eq!(n.declaration["description"], json!("The CRM.\n\nNote it."));
+        assert_eq!(n.declaration["name"], json!("crm__note"));
         let item: InputItem = serde_json::from_value(json!({"type":"function_call","call_id":"c","name":"find","namespace":"crm","arguments":"{}"})).unwrap();
         assert!(NamespaceType.replay(&item, &mut Vec::new()).is_none());
     }

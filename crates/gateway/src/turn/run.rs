@@ -147,7 +147,8 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
         observer.round_done(&info, &RoundReport { round: round_no, latency: round_start.elapsed(), usage: round_usage, error });
         if let Some(err) = failure {
             // Upstream messages never hold the URL's credentials or the key (`UpstreamError`).
-            tracing::warn!(code = err.code(), error = %err, "turn failed on the upstream");
+            // Debug-quoted: an upstream message with line breaks cannot forge log lines.
+            tracing::warn!(code = err.code(), error = ?err.to_string(), "turn failed on the upstream");
             close_cut_round(&mut round, emitter, &sources, &mut transcript);
             let terminal = Terminal::Failed { code: err.code().into(), message: err.to_string() };
             return finish(&done_ctx, emitter, transcript, &mut files, terminal, usage, Some(err));

@@ -6,7 +6,9 @@
 
 pub mod chat;
 pub mod connect;
+pub mod http;
 pub mod redact;
+pub mod sse;
 
 use std::pin::Pin;
 use std::time::Duration;

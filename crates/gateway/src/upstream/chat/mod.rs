@@ -2,26 +2,21 @@
 //! `POST {base}/chat/completions` with `stream: true` (`request.rs` renders it), and the SSE
 //! answer → [`UpstreamEvent`]s. SSE framing is parsed by the `sse-stream` crate.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::pin::Pin;
 use std::time::Duration;
-
-use std::borrow::Cow;
-use std::future::Future;
-use std::task::Poll;
 
 use bytes::Bytes;
 use futures_util::Stream;
-use sse_stream::{Sse, SseByteStream};
-use tokio::time::{Instant, Sleep};
 use protocol::chat::{ChatChunk, ChatUsage};
 use protocol::response::{InputTokensDetails, OutputTokensDetails, Usage};
 use serde_json::Value;
 
 use futures_util::future::BoxFuture;
 
-use crate::upstream::redact::Secrets;
+use crate::upstream::http::{about_the_model, HttpUpstream};
+use crate::upstream::sse::{SseParser, SseRound};
 use crate::upstream::{FinishReason, ModelClient, RoundRequest, UpstreamCaps, UpstreamError, UpstreamEvent, UpstreamStream};
 
 pub mod request;
@@ -29,92 +24,20 @@ pub mod request;
 /// A configured chat-completions upstream.
 #[derive(Debug, Clone)]
 pub struct ChatCompletions {
-    client: reqwest::Client,
-    /// The base URL without its `user:password@` (sent as Basic auth when there is no key).
-    base: reqwest::Url,
+    http: HttpUpstream,
     /// `{base}/chat/completions` (the base's query string kept), built once.
     chat_url: reqwest::Url,
-    api_key: Option<String>,
-    basic: Option<(String, Option<String>)>,
-    /// Every credential an upstream message could echo: the key, the URL's password, its
-    /// `user:password`, the URL's query values (any encoding, and Base64). Replaced by
-    /// `[redacted]` in every error message.
-    secrets: Arc<Secrets>,
-    idle: Duration,
     caps: UpstreamCaps,
-}
-
-/// `base` with `path` appended to its path; the query string stays at the end.
-fn endpoint(base: &reqwest::Url, path: &str) -> reqwest::Url {
-    let mut u = base.clone();
-    let joined = format!("{}{path}", base.path().trim_end_matches('/'));
-    u.set_path(&joined);
-    u
-}
-
-/// True when an upstream 404's `message` is about `model`: it says "model" and names it as a
-/// whole (`The model `m` does not exist.`, `model "m" not found`), not inside a path
-/// (`/v1/chat/completions` for model `v1`) or a longer name (`m-lora`).
-/// `err` as [`UpstreamError::UnknownModel`] when it is a 404 (an HTTP answer, or an error
-/// sent inside a 200 stream with `code: 404`) whose message names `model`; else `err`.
-pub fn about_the_model(err: UpstreamError, model: &str) -> UpstreamError {
-    match err {
-        UpstreamError::Status { status: 404, message } if names_the_model(&message, model) => UpstreamError::UnknownModel(message),
-        other => other,
-    }
-}
-
-fn names_the_model(message: &str, model: &str) -> bool {
-    if model.is_empty() || !message.to_ascii_lowercase().contains("model") {
-        return false;
-    }
-    let name_char = |c: char| c.is_alphanumeric() || matches!(c, '-' | '_' | '/' | ':' | '.');
-    message.match_indices(model).any(|(i, _)| {
-        let before = message[..i].chars().next_back();
-        let mut after = message[i + model.len()..].chars();
-        let next = after.next();
-        // A full stop after the name ends the sentence; before it, or inside, it is part of a name.
-        let ends = match next {
-            None => true,
-            Some('.') => after.next().is_none_or(|c| !name_char(c)),
-            Some(c) => !name_char(c),
-        };
-        !before.is_some_and(name_char) && ends
-    })
-}
-
-/// A URL's percent-encoded user or password, decoded (as sent in Basic auth).
-fn percent(s: &str) -> String {
-    percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned()
 }
 
 impl ChatCompletions {
     /// `base` is the OpenAI base URL including `/v1`; `idle` bounds every wait on the
     /// upstream (headers and each chunk); `pool_idle` closes unused pooled connections.
+    /// Errors: `base` is not a URL, or the HTTP client cannot be built.
     pub fn new(base: &str, api_key: Option<String>, idle: Duration, connect: Duration, pool_idle: Duration) -> anyhow::Result<Self> {
-        crate::crypto::install();
-        let client = reqwest::Client::builder()
-            .connect_timeout(connect)
-            .tcp_nodelay(true)
-            .pool_max_idle_per_host(256)
-            .pool_idle_timeout(pool_idle)
-            .build()?;
-        let mut base = reqwest::Url::parse(base)?;
-        let user = percent(base.username());
-        let password = base.password().map(percent);
-        let mut secrets: Vec<String> = api_key.iter().cloned().collect();
-        if let Some(pw) = password.as_ref().filter(|p| !p.is_empty()) {
-            // The pair also as written in the URL: its Base64 differs from the decoded one's.
-            let raw = format!("{}:{}", base.username(), base.password().unwrap_or_default());
-            secrets.extend([pw.clone(), format!("{user}:{pw}"), raw]);
-        }
-        secrets.extend(base.query_pairs().map(|(_, v)| v.into_owned()).filter(|v| v.len() >= 4));
-        let secrets = Arc::new(Secrets::new(secrets));
-        let basic = (!base.username().is_empty()).then_some((user, password));
-        let _ = base.set_username("");
-        let _ = base.set_password(None);
-        let chat_url = endpoint(&base, "/chat/completions");
-        Ok(ChatCompletions { client, base, chat_url, api_key, basic, secrets, idle, caps: UpstreamCaps::default() })
+        let http = HttpUpstream::new(base, api_key, idle, connect, pool_idle)?;
+        let chat_url = http.url("/chat/completions");
+        Ok(ChatCompletions { http, chat_url, caps: UpstreamCaps::default() })
     }
 
     /// The same upstream with these capabilities (`upstream.native_tools`).
@@ -123,27 +46,9 @@ impl ChatCompletions {
         self
     }
 
-    fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
-        self.auth(self.client.request(method, endpoint(&self.base, path)))
-    }
-
-    /// The key as Bearer; else the URL's `user:password` as Basic; else nothing.
-    fn auth(&self, rb: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        match (&self.api_key, &self.basic) {
-            (Some(k), _) => rb.bearer_auth(k),
-            (None, Some((user, password))) => rb.basic_auth(user, password.as_ref()),
-            (None, None) => rb,
-        }
-    }
-
     /// `GET {base}/models`, passed through as JSON (used by `/v1/models` and `/readyz`).
     pub async fn models(&self, timeout: Duration) -> Result<Value, UpstreamError> {
-        let resp = self.send_once_more(timeout, || self.request(reqwest::Method::GET, "/models")).await?;
-        let status = resp.status();
-        if !status.is_success() {
-            return Err(UpstreamError::Status { status: status.as_u16(), message: "models list failed".into() });
-        }
-        resp.json::<Value>().await.map_err(|_| UpstreamError::Protocol("models list is not JSON".into()))
+        self.http.models(timeout).await
     }
 
     /// Starts one streamed round.
@@ -151,24 +56,8 @@ impl ChatCompletions {
         let body = Bytes::from(
             request::encode(req).map_err(|e| UpstreamError::Protocol(format!("could not encode the request: {e}")))?,
         );
-        let resp = self
-            .send_once_more(self.idle, || {
-                let post = self.client.post(self.chat_url.clone()).header(reqwest::header::CONTENT_TYPE, "application/json");
-                self.auth(post.body(body.clone()))
-            })
-            .await?;
-        let status = resp.status();
-        if !status.is_success() {
-            let text = tokio::time::timeout(self.idle, resp.bytes()).await.ok().and_then(Result::ok).unwrap_or_default();
-            // A 401/403 is about the gateway's own credentials: what the upstream says of them
-            // (often a masked key) is not the client's business.
-            let message = if matches!(status.as_u16(), 401 | 403) {
-                "the upstream refused the gateway's credentials (see upstream.api_key_env)".to_string()
-            } else {
-                self.error_message(&text)
-            };
-            return Err(about_the_model(UpstreamError::Status { status: status.as_u16(), message }, req.model));
-        }
+        let resp = self.http.post_round(&self.chat_url, body, req.model).await?;
+        let idle = self.http.idle();
         let is_json = resp
             .headers()
             .get(reqwest::header::CONTENT_TYPE)
@@ -177,212 +66,52 @@ impl ChatCompletions {
         if is_json {
             // A server that ignores `stream: true` answers one `chat.completion`: read as the
             // one chunk it amounts to, so that every later step sees one shape.
-            let body = match tokio::time::timeout(self.idle, resp.bytes()).await {
-                Ok(Ok(b)) => b,
-                Ok(Err(e)) => return Err(self.sanitize(e)),
-                Err(_) => return Err(UpstreamError::Timeout(self.idle.as_millis() as u64)),
-            };
+            let body = self.http.body(resp).await?;
             let sse = completion_as_sse(&body);
             let bytes = futures_util::stream::once(async move { Ok::<_, std::io::Error>(sse) });
-            return Ok(RoundStream::new(bytes, self.idle).with_secrets(self.secrets.clone()));
+            return Ok(RoundStream::new(bytes, idle).with_secrets(self.http.secrets()));
         }
-        Ok(RoundStream::new(resp.bytes_stream(), self.idle).with_secrets(self.secrets.clone()))
+        Ok(RoundStream::new(resp.bytes_stream(), idle).with_secrets(self.http.secrets()))
     }
 
-    /// Sends the request `build` makes, waiting at most `timeout` for the response head. A
-    /// pooled keep-alive connection the server closed just as it was reused (llama.cpp closes
-    /// idle ones after 5 s) fails before any response byte: the request is sent once more on
-    /// a fresh connection, as the OpenAI SDKs do. Errors: `Timeout`, else the sanitized error.
-    async fn send_once_more(
-        &self,
-        timeout: Duration,
-        build: impl Fn() -> reqwest::RequestBuilder,
-    ) -> Result<reqwest::Response, UpstreamError> {
-        let mut retried = false;
-        loop {
-            match tokio::time::timeout(timeout, build().send()).await {
-                Err(_) => return Err(UpstreamError::Timeout(timeout.as_millis() as u64)),
-                Ok(Ok(resp)) => return Ok(resp),
-                Ok(Err(e)) if !retried && e.is_request() && !e.is_timeout() => {
-                    tracing::debug!(error = %self.redact(&e.without_url().to_string()), "upstream send failed; retrying once");
-                    retried = true;
-                }
-                Ok(Err(e)) => return Err(self.sanitize(e)),
-            }
-        }
-    }
-
-    /// A reqwest error without its URL (which may carry credentials) and without the key.
-    fn sanitize(&self, e: reqwest::Error) -> UpstreamError {
-        let timeout = e.is_timeout();
-        let e = e.without_url();
-        // The causes say why ("connection refused", a TLS error); they carry no URL.
-        let msg = self.redact(&crate::error::with_causes(&e));
-        if timeout {
-            UpstreamError::Timeout(self.idle.as_millis() as u64)
-        } else {
-            UpstreamError::Unreachable(msg)
-        }
-    }
-
-    fn redact(&self, s: &str) -> String {
-        self.secrets.redact(s)
-    }
-
-    /// The upstream's own error message (`error.message`, `error`, or `message`; a body
-    /// that is not JSON is the message itself), cut to 500 characters, key redacted.
-    fn error_message(&self, body: &[u8]) -> String {
-        let parsed: Option<Value> = serde_json::from_slice(body).ok();
-        let msg = match &parsed {
-            Some(v) => v
-                .pointer("/error/message")
-                .or_else(|| v.get("error"))
-                .or_else(|| v.get("message"))
-                .or_else(|| v.get("detail"))
-                .and_then(|m| match m {
-                    Value::String(s) => Some(s.clone()),
-                    // FastAPI's validation errors: `{"detail": [{…}]}`.
-                    Value::Array(_) | Value::Object(_) => Some(m.to_string()),
-                    _ => None,
-                }),
-            None => std::str::from_utf8(body).ok().map(str::trim).filter(|t| !t.is_empty()).map(str::to_string),
-        };
-        let msg = msg.unwrap_or_else(|| "no error message".to_string());
-        let msg: String = msg.chars().take(500).collect();
-        self.redact(&msg)
-    }
 }
 
-type Events = Pin<Box<dyn Stream<Item = Result<Sse, sse_stream::Error>> + Send>>;
+/// The events of one streamed chat round.
+pub type RoundStream = SseRound<ChatParser>;
 
-/// The events of one streamed round. Every wait is bounded by the idle timeout; the timer
-/// is only re-armed when it fires early, so a busy stream costs no timer work per chunk.
-pub struct RoundStream {
-    events: Events,
-    pending: VecDeque<UpstreamEvent>,
-    idle: Duration,
-    deadline: Pin<Box<Sleep>>,
-    last_data: Instant,
-    finished: bool,
-    done: bool,
-    /// Native custom calls whose re-encoded arguments are still open.
-    open_custom: Vec<usize>,
-    /// Credentials to redact from error messages (`ChatCompletions::secrets`).
-    secrets: Arc<Secrets>,
-}
-
-enum Next {
-    Event(Result<Sse, sse_stream::Error>),
-    End,
-    Idle,
-}
-
-impl RoundStream {
-    /// Reads SSE (with the `sse-stream` crate) from any byte stream: the HTTP body, or
-    /// recorded bytes in tests.
+impl SseRound<ChatParser> {
+    /// Reads a chat round's SSE from any byte stream: the HTTP body, or recorded bytes in tests.
     pub fn new<S, E>(bytes: S, idle: Duration) -> Self
     where
         S: Stream<Item = Result<Bytes, E>> + Send + 'static,
         E: std::error::Error + Send + Sync + 'static,
     {
-        RoundStream {
-            events: Box::pin(SseByteStream::new(bytes)),
-            pending: VecDeque::new(),
-            idle,
-            deadline: Box::pin(tokio::time::sleep(idle)),
-            last_data: Instant::now(),
-            finished: false,
-            done: false,
-            open_custom: Vec::new(),
-            secrets: Arc::default(),
+        SseRound::with_parser(bytes, idle, ChatParser::default())
+    }
+}
+
+/// What a chat round's chunks mean; `data: [DONE]` ends it.
+#[derive(Debug, Default)]
+pub struct ChatParser {
+    finished: bool,
+    /// Native custom calls whose re-encoded arguments are still open.
+    open_custom: Vec<usize>,
+}
+
+impl SseParser for ChatParser {
+    fn parse(&mut self, _event: Option<&str>, data: &str, out: &mut VecDeque<UpstreamEvent>) -> Result<bool, UpstreamError> {
+        if data == "[DONE]" {
+            if !self.finished {
+                return Err(UpstreamError::Protocol("[DONE] before a finish_reason".into()));
+            }
+            return Ok(true);
         }
+        parse_chunk(data, out, &mut self.finished, &mut self.open_custom)?;
+        Ok(false)
     }
 
-    /// Redacts these credentials from every error the stream reports.
-    pub fn with_secrets(mut self, secrets: Arc<Secrets>) -> Self {
-        self.secrets = secrets;
-        self
-    }
-
-    async fn poll_event(&mut self) -> Next {
-        let (events, deadline, idle, last) = (&mut self.events, &mut self.deadline, self.idle, self.last_data);
-        std::future::poll_fn(|cx| {
-            if let Poll::Ready(item) = events.as_mut().poll_next(cx) {
-                return Poll::Ready(match item {
-                    Some(ev) => Next::Event(ev),
-                    None => Next::End,
-                });
-            }
-            loop {
-                match deadline.as_mut().poll(cx) {
-                    Poll::Pending => return Poll::Pending,
-                    Poll::Ready(()) => {
-                        let due = last + idle;
-                        if Instant::now() >= due {
-                            return Poll::Ready(Next::Idle);
-                        }
-                        deadline.as_mut().reset(due);
-                    }
-                }
-            }
-        })
-        .await
-    }
-
-    /// The next event; `None` at the end of the round. Error messages never hold a secret.
-    pub async fn next(&mut self) -> Option<Result<UpstreamEvent, UpstreamError>> {
-        match self.next_raw().await {
-            Some(Err(e)) if !self.secrets.is_empty() => Some(Err(e.redacted(|m| self.secrets.redact(m)))),
-            other => other,
-        }
-    }
-
-    async fn next_raw(&mut self) -> Option<Result<UpstreamEvent, UpstreamError>> {
-        loop {
-            if let Some(e) = self.pending.pop_front() {
-                return Some(Ok(e));
-            }
-            if self.done {
-                return None;
-            }
-            let ev = match self.poll_event().await {
-                Next::Idle => {
-                    self.done = true;
-                    return Some(Err(UpstreamError::Timeout(self.idle.as_millis() as u64)));
-                }
-                Next::End => {
-                    self.done = true;
-                    if self.finished {
-                        return None;
-                    }
-                    return Some(Err(UpstreamError::Protocol("the stream ended before the model finished".into())));
-                }
-                Next::Event(Err(e)) => {
-                    self.done = true;
-                    return Some(Err(match e {
-                        sse_stream::Error::Body(_) => UpstreamError::Unreachable("the upstream connection failed mid-stream".into()),
-                        other => UpstreamError::Protocol(other.to_string()),
-                    }));
-                }
-                Next::Event(Ok(ev)) => ev,
-            };
-            self.last_data = Instant::now();
-            let Some(data) = ev.data.as_deref() else { continue };
-            if data == "[DONE]" {
-                self.done = true;
-                if !self.finished {
-                    return Some(Err(UpstreamError::Protocol("[DONE] before a finish_reason".into())));
-                }
-                return None;
-            }
-            if data.is_empty() {
-                continue;
-            }
-            if let Err(e) = parse_chunk(data, &mut self.pending, &mut self.finished, &mut self.open_custom) {
-                self.done = true;
-                return Some(Err(e));
-            }
-        }
+    fn finished(&self) -> bool {
+        self.finished
     }
 }
 
@@ -531,30 +260,3 @@ pub fn map_usage(u: &ChatUsage) -> Usage {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::names_the_model;
-
-    #[test]
-    fn a_404_is_about_the_model_only_when_it_names_it() {
-        for (message, model) in [
-            ("The model `gpt-4o` does not exist.", "gpt-4o"),
-            ("model \"llama3:8b\" not found, try pulling it first", "llama3:8b"),
-            ("The model Qwen/Qwen3-8B does not exist", "Qwen/Qwen3-8B"),
-            ("Unknown model: m1.", "m1"),
-        ] {
-            assert!(names_the_model(message, model), "{message}");
-        }
-        for (message, model) in [
-            ("Cannot POST /v1/chat/completions", "v1"),
-            ("Route /v1/chat/completions not found. Did you mean /v1/models?", "chat"),
-            ("Not Found", "Not"),
-            ("The model `qwen-x-lora` does not exist.", "qwen-x"),
-            ("file not found for qwen-x adapter", "qwen-x"),
-            ("The model `m.1` does not exist.", "m"),
-            ("model missing", ""),
-        ] {
-            assert!(!names_the_model(message, model), "{message} / {model}");
-        }
-    }
-}

@@ -5,7 +5,10 @@
 //! answers it in llama.cpp's wire format, streamed (`"stream": true`, data-only SSE, one
 //! body frame per chunk) or as one `chat.completion` object.
 //!
-//! Routes: `POST /v1/chat/completions`, `GET /v1/models`, `GET /health`, and for
+//! It also answers `POST /v1/responses` (streamed only) from the same scripts, in the
+//! Responses API's event format (`responses.rs`), for a gateway on a Responses upstream.
+//!
+//! Routes: `POST /v1/chat/completions`, `POST /v1/responses`, `GET /v1/models`, `GET /health`, and for
 //! out-of-process use `POST /_control/scripts` (one script or an array, appended to the
 //! queue), `GET /_control/requests` (recorded requests) and `POST /_control/reset`.
 //!
@@ -23,6 +26,7 @@
 
 mod pacing;
 mod render;
+mod responses;
 mod script;
 mod server;
 

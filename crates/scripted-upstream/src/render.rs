@@ -102,7 +102,7 @@ fn prepare_call(call: &ToolCallScript) -> PreparedCall<'_> {
 }
 
 /// Byte ranges of consecutive pieces of `n` characters each; at least one piece.
-fn split_chars(s: &str, n: usize) -> Vec<Range<usize>> {
+pub(crate) fn split_chars(s: &str, n: usize) -> Vec<Range<usize>> {
     if n == 0 || s.is_empty() {
         #[allow(clippy::single_range_in_vec_init)] // one piece, not the range's elements
         return vec![0..s.len()];

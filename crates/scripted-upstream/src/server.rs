@@ -92,6 +92,8 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(chat_completions))
         .route("/chat/completions", post(chat_completions))
+        .route("/v1/responses", post(responses))
+        .route("/responses", post(responses))
         .route("/v1/models", get(models))
         .route("/health", get(health))
         .route("/v1/health", get(health))
@@ -141,6 +143,38 @@ async fn chat_completions(
     } else {
         complete_answer(&script, &info).await
     }
+}
+
+/// `POST /v1/responses`: the next script as a streamed Responses answer (`stream: true`
+/// only: a non-streamed request is a 400).
+async fn responses(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    let request: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => {
+            let message = format!("request body is not valid JSON: {e}");
+            return error_response(StatusCode::BAD_REQUEST, "invalid_request_error", &message);
+        }
+    };
+    let stream = request.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let model = request.get("model").and_then(Value::as_str).unwrap_or(DEFAULT_MODEL).to_owned();
+    let authorization = headers
+        .get(header::AUTHORIZATION)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let script = shared.take(RecordedRequest { body: request, authorization });
+    if let Some(status) = script.http_status {
+        return scripted_error(status, script.error_body.as_deref());
+    }
+    if !stream {
+        return error_response(StatusCode::BAD_REQUEST, "invalid_request_error", "scripted-upstream answers /v1/responses with stream: true only");
+    }
+    let events = crate::responses::stream_events(&script, &model);
+    let delay = Duration::from_millis(script.token_delay_ms);
+    let body = Body::from_stream(PacedEvents::new(events, delay, script.fault));
+    let mut response = Response::new(body);
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
 }
 
 fn scripted_error(status: u16, body: Option<&str>) -> Response {

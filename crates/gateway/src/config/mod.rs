@@ -163,6 +163,17 @@ pub struct ServerConfig {
     pub shutdown_grace_ms: u64,
 }
 
+/// `upstream.api`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UpstreamApiKind {
+    /// `POST {url}/chat/completions`.
+    #[default]
+    Chat,
+    /// `POST {url}/responses`.
+    Responses,
+}
+
 /// Tool types with a native Chat Completions declaration (`upstream.native_tools`).
 pub const NATIVE_TOOL_TYPES: [&str; 1] = ["custom"];
 
@@ -172,6 +183,9 @@ pub const NATIVE_TOOL_TYPES: [&str; 1] = ["custom"];
 pub struct UpstreamConfig {
     /// OpenAI base URL including `/v1`, e.g. `http://127.0.0.1:8000/v1`.
     pub url: Option<String>,
+    /// The wire API the upstream speaks: `chat` (`/chat/completions`, the default) or
+    /// `responses` (`/responses`).
+    pub api: UpstreamApiKind,
     /// Name of the environment variable holding the upstream API key (sent as Bearer).
     pub api_key_env: Option<String>,
     /// Longest silence from the upstream (before headers or between chunks), milliseconds.
@@ -204,6 +218,7 @@ impl Default for UpstreamConfig {
     fn default() -> Self {
         UpstreamConfig {
             url: None,
+            api: UpstreamApiKind::Chat,
             api_key_env: None,
             idle_timeout_ms: 120_000,
             connect_timeout_ms: 10_000,

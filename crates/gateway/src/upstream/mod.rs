@@ -8,6 +8,7 @@ pub mod chat;
 pub mod connect;
 pub mod http;
 pub mod redact;
+pub mod responses;
 pub mod sse;
 
 use std::pin::Pin;

@@ -20,6 +20,7 @@ mod layering;
 mod observer;
 mod hybrid_search;
 mod responses;
+mod responses_upstream;
 mod store_conversations;
 mod store_processes;
 mod store_responses;

@@ -1,0 +1,295 @@
+//! The Responses adapter, a second [`ModelClient`]: a neutral round → `POST
+//! {base}/responses` (`stream: true`, `store: false`; `request.rs` renders it), and the
+//! upstream's streaming events → the same neutral [`UpstreamEvent`]s as a chat upstream's.
+//! The upstream's ids, sequence numbers and item order never reach the client: the one
+//! emitter of the turn assigns them.
+
+pub mod request;
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::future::BoxFuture;
+use futures_util::StreamExt;
+use protocol::response::{InputTokensDetails, OutputTokensDetails, Usage};
+use serde_json::Value;
+
+use crate::upstream::http::{about_the_model, HttpUpstream};
+use crate::upstream::sse::{SseParser, SseRound};
+use crate::upstream::{FinishReason, ModelClient, RoundRequest, UpstreamCaps, UpstreamError, UpstreamEvent, UpstreamStream};
+
+/// A configured Responses upstream (`upstream.api = "responses"`).
+#[derive(Debug, Clone)]
+pub struct Responses {
+    http: HttpUpstream,
+    /// `{base}/responses`, built once.
+    url: reqwest::Url,
+    caps: UpstreamCaps,
+}
+
+impl Responses {
+    /// `base` is the OpenAI base URL including `/v1`; the timeouts as for a chat upstream.
+    /// Errors: `base` is not a URL, or the HTTP client cannot be built.
+    pub fn new(base: &str, api_key: Option<String>, idle: Duration, connect: Duration, pool_idle: Duration) -> anyhow::Result<Self> {
+        let http = HttpUpstream::new(base, api_key, idle, connect, pool_idle)?;
+        let url = http.url("/responses");
+        Ok(Responses { http, url, caps: UpstreamCaps::default() })
+    }
+
+    /// The same upstream with these capabilities.
+    pub fn with_caps(mut self, caps: UpstreamCaps) -> Self {
+        self.caps = caps;
+        self
+    }
+
+    /// Starts one streamed round. An answer that is not an event stream is a `Protocol`
+    /// error (the request asks for `stream: true`).
+    pub async fn stream(&self, req: &RoundRequest<'_>) -> Result<SseRound<ResponsesParser>, UpstreamError> {
+        let body = serde_json::to_vec(&request::body(req)).map_err(|e| UpstreamError::Protocol(format!("could not encode the request: {e}")))?;
+        let resp = self.http.post_round(&self.url, Bytes::from(body), req.model).await?;
+        let is_stream = resp
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|t| t.trim_start().starts_with("text/event-stream"));
+        if !is_stream {
+            return Err(UpstreamError::Protocol("the upstream answered a streamed request without an event stream".into()));
+        }
+        Ok(SseRound::with_parser(resp.bytes_stream(), self.http.idle(), ResponsesParser::default()).with_secrets(self.http.secrets()))
+    }
+}
+
+impl ModelClient for Responses {
+    fn caps(&self) -> &UpstreamCaps {
+        &self.caps
+    }
+
+    fn stream_round<'a>(&'a self, req: &'a RoundRequest<'a>) -> BoxFuture<'a, Result<UpstreamStream, UpstreamError>> {
+        Box::pin(async move {
+            let rs = Box::new(self.stream(req).await?);
+            let model: Arc<str> = req.model.into();
+            let events = futures_util::stream::unfold((rs, model), |(mut rs, model)| async move {
+                let ev = rs.next().await?.map_err(|e| about_the_model(e, &model));
+                Some((ev, (rs, model)))
+            });
+            Ok(events.boxed())
+        })
+    }
+
+    fn models(&self, timeout: Duration) -> BoxFuture<'_, Result<Value, UpstreamError>> {
+        Box::pin(self.http.models(timeout))
+    }
+}
+
+/// Events that carry nothing the turn needs (the turn builds its own items).
+const QUIET: [&str; 12] = [
+    "response.created",
+    "response.in_progress",
+    "response.queued",
+    "response.content_part.added",
+    "response.content_part.done",
+    "response.output_text.done",
+    "response.refusal.done",
+    "response.reasoning_text.done",
+    "response.reasoning_summary_text.done",
+    "response.reasoning_summary_part.added",
+    "response.reasoning_summary_part.done",
+    "response.function_call_arguments.done",
+];
+
+/// What a Responses stream's events mean. A call's fragments are keyed by its
+/// `output_index`; a native custom call's input is re-encoded as the function form's
+/// arguments `{"input": "…"}`, as the chat adapter does, so every later step sees one shape.
+#[derive(Debug, Default)]
+pub struct ResponsesParser {
+    finished: bool,
+    /// Output indexes of the calls seen, and whether each got an argument delta.
+    calls: Vec<(usize, bool)>,
+    /// Output indexes of native custom calls.
+    custom: HashSet<usize>,
+    /// An unknown event type was logged (once per round).
+    logged_unknown: bool,
+}
+
+impl ResponsesParser {
+    fn delta_seen(&mut self, index: usize) {
+        if let Some(c) = self.calls.iter_mut().find(|c| c.0 == index) {
+            c.1 = true;
+        }
+    }
+}
+
+impl SseParser for ResponsesParser {
+    fn parse(&mut self, event: Option<&str>, data: &str, out: &mut VecDeque<UpstreamEvent>) -> Result<bool, UpstreamError> {
+        let v: Value = serde_json::from_str(data).map_err(|_| UpstreamError::Protocol("malformed event".into()))?;
+        let kind = v.get("type").and_then(Value::as_str).or(event).unwrap_or_default();
+        let text = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+        let index = v.get("output_index").and_then(Value::as_u64).unwrap_or(0) as usize;
+        match kind {
+            "response.output_text.delta" => out.push_back(UpstreamEvent::Text(text("delta"))),
+            "response.refusal.delta" => out.push_back(UpstreamEvent::Refusal(text("delta"))),
+            "response.reasoning_text.delta" | "response.reasoning_summary_text.delta" => out.push_back(UpstreamEvent::Reasoning(text("delta"))),
+            "response.output_item.added" => {
+                let item = v.get("item").unwrap_or(&Value::Null);
+                let field = |k: &str| item.get(k).and_then(Value::as_str).map(str::to_string);
+                match item.get("type").and_then(Value::as_str) {
+                    Some("function_call") => {
+                        self.calls.push((index, false));
+                        out.push_back(UpstreamEvent::ToolCall { index, id: field("call_id"), name: field("name"), arguments: None });
+                    }
+                    Some("custom_tool_call") => {
+                        self.calls.push((index, true));
+                        self.custom.insert(index);
+                        out.push_back(UpstreamEvent::ToolCall { index, id: field("call_id"), name: field("name"), arguments: Some("{\"input\":\"".into()) });
+                    }
+                    _ => {}
+                }
+            }
+            "response.function_call_arguments.delta" => {
+                self.delta_seen(index);
+                out.push_back(UpstreamEvent::ToolCall { index, id: None, name: None, arguments: Some(text("delta")) });
+            }
+            "response.custom_tool_call_input.delta" => {
+                let quoted = serde_json::to_string(&text("delta")).unwrap_or_default();
+                let inner = quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or_default().to_string();
+                out.push_back(UpstreamEvent::ToolCall { index, id: None, name: None, arguments: Some(inner) });
+            }
+            "response.custom_tool_call_input.done" => {}
+            "response.output_item.done" => {
+                if self.custom.remove(&index) {
+                    out.push_back(UpstreamEvent::ToolCall { index, id: None, name: None, arguments: Some("\"}".into()) });
+                } else if self.calls.iter().any(|c| c.0 == index && !c.1) {
+                    // A function call whose arguments came only with the finished item.
+                    let args = v.pointer("/item/arguments").and_then(Value::as_str).unwrap_or_default();
+                    if !args.is_empty() {
+                        out.push_back(UpstreamEvent::ToolCall { index, id: None, name: None, arguments: Some(args.to_string()) });
+                    }
+                }
+            }
+            "response.completed" | "response.incomplete" => {
+                let response = v.get("response").unwrap_or(&Value::Null);
+                if let Some(u) = response.get("usage").filter(|u| u.is_object()) {
+                    out.push_back(UpstreamEvent::Usage(usage(u)));
+                }
+                let reason = response.pointer("/incomplete_details/reason").and_then(Value::as_str);
+                let finish = match (kind, reason) {
+                    ("response.incomplete", Some("content_filter")) => FinishReason::ContentFilter,
+                    ("response.incomplete", _) => FinishReason::Length,
+                    _ if !self.calls.is_empty() => FinishReason::ToolCalls,
+                    _ => FinishReason::Stop,
+                };
+                out.push_back(UpstreamEvent::Finish(finish));
+                self.finished = true;
+                return Ok(true);
+            }
+            "response.failed" => {
+                let message = v.pointer("/response/error/message").and_then(Value::as_str).unwrap_or("the upstream response failed");
+                return Err(UpstreamError::Status { status: 500, message: message.chars().take(500).collect() });
+            }
+            "error" => {
+                let message = v.get("message").or_else(|| v.pointer("/error/message")).and_then(Value::as_str).unwrap_or("error in stream");
+                let code = v.get("code").or_else(|| v.pointer("/error/code"));
+                let status = code.and_then(Value::as_u64).filter(|c| (400..600).contains(c)).unwrap_or(500) as u16;
+                return Err(UpstreamError::Status { status, message: message.chars().take(500).collect() });
+            }
+            k if QUIET.contains(&k) => {}
+            other => {
+                if !self.logged_unknown {
+                    self.logged_unknown = true;
+                    tracing::debug!(event = ?other, "an upstream event type the gateway does not use; ignored");
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    fn finished(&self) -> bool {
+        self.finished
+    }
+}
+
+/// A Responses `usage` object (missing numbers are 0).
+fn usage(u: &Value) -> Usage {
+    let n = |p: &str| u.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+    let (input, output) = (n("/input_tokens"), n("/output_tokens"));
+    let total = match n("/total_tokens") {
+        0 => input + output,
+        t => t,
+    };
+    Usage {
+        input_tokens: input,
+        input_tokens_details: InputTokensDetails { cached_tokens: n("/input_tokens_details/cached_tokens"), cache_write_tokens: 0 },
+        output_tokens: output,
+        output_tokens_details: OutputTokensDetails { reasoning_tokens: n("/output_tokens_details/reasoning_tokens") },
+        total_tokens: total,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_all(events: &[&str]) -> Result<Vec<UpstreamEvent>, UpstreamError> {
+        let mut p = ResponsesParser::default();
+        let mut out = VecDeque::new();
+        for e in events {
+            p.parse(None, e, &mut out)?;
+        }
+        Ok(out.into_iter().collect())
+    }
+
+    /// Text, reasoning, a function call and a native custom call become the neutral events
+    /// a chat upstream gives; the terminal event gives the usage and the finish.
+    #[test]
+    fn events_become_neutral_events() {
+        let got = parse_all(&[
+            r#"{"type":"response.created","response":{}}"#,
+            r#"{"type":"response.reasoning_text.delta","output_index":0,"delta":"hm"}"#,
+            r#"{"type":"response.output_text.delta","output_index":1,"delta":"Hi"}"#,
+            r#"{"type":"response.output_item.added","output_index":2,"item":{"type":"function_call","call_id":"c1","name":"f"}}"#,
+            r#"{"type":"response.function_call_arguments.delta","output_index":2,"delta":"{}"}"#,
+            r#"{"type":"response.output_item.done","output_index":2,"item":{"type":"function_call","arguments":"{}"}}"#,
+            r#"{"type":"response.output_item.added","output_index":3,"item":{"type":"custom_tool_call","call_id":"c2","name":"sql"}}"#,
+            r#"{"type":"response.custom_tool_call_input.delta","output_index":3,"delta":"a \"b\""}"#,
+            r#"{"type":"response.output_item.done","output_index":3,"item":{"type":"custom_tool_call"}}"#,
+            r#"{"type":"response.something_new","output_index":3}"#,
+            r#"{"type":"response.completed","response":{"usage":{"input_tokens":3,"output_tokens":4}}}"#,
+        ])
+        .unwrap();
+        let call = |index, id: Option<&str>, name: Option<&str>, args: Option<&str>| UpstreamEvent::ToolCall {
+            index,
+            id: id.map(str::to_string),
+            name: name.map(str::to_string),
+            arguments: args.map(str::to_string),
+        };
+        assert_eq!(
+            got,
+            vec![
+                UpstreamEvent::Reasoning("hm".into()),
+                UpstreamEvent::Text("Hi".into()),
+                call(2, Some("c1"), Some("f"), None),
+                call(2, None, None, Some("{}")),
+                call(3, Some("c2"), Some("sql"), Some("{\"input\":\"")),
+                call(3, None, None, Some("a \\\"b\\\"")),
+                call(3, None, None, Some("\"}")),
+                UpstreamEvent::Usage(Usage { input_tokens: 3, output_tokens: 4, total_tokens: 7, ..Usage::default() }),
+                UpstreamEvent::Finish(FinishReason::ToolCalls),
+            ]
+        );
+    }
+
+    /// An incomplete answer is a length finish; a failed one and an `error` event are the
+    /// upstream's errors with their messages.
+    #[test]
+    fn terminal_and_error_events() {
+        let inc = parse_all(&[r#"{"type":"response.incomplete","response":{"incomplete_details":{"reason":"max_output_tokens"}}}"#]).unwrap();
+        assert_eq!(inc, vec![UpstreamEvent::Finish(FinishReason::Length)]);
+        let failed = parse_all(&[r#"{"type":"response.failed","response":{"error":{"code":"server_error","message":"boom"}}}"#]).unwrap_err();
+        assert_eq!(failed, UpstreamError::Status { status: 500, message: "boom".into() });
+        let err = parse_all(&[r#"{"type":"error","code":429,"message":"slow down"}"#]).unwrap_err();
+        assert_eq!(err, UpstreamError::Status { status: 429, message: "slow down".into() });
+        assert!(matches!(parse_all(&["{not json"]), Err(UpstreamError::Protocol(_))));
+    }
+}

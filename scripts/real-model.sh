@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Real-model smoke test: SmolLM2-135M-Instruct behind llama.cpp's OpenAI-compatible
 # server (PyPI xllamacpp), the gateway in front of it, and the official openai SDK
-# talking to the gateway's Responses API (scripts/real_model/smoke.py). The gateway's
+# talking to the gateway's Responses API (scripts/real_model/smoke.py). It runs twice: with
+# the gateway on llama.cpp's /v1/chat/completions, then on its /v1/responses
+# (upstream.api = "responses"). The gateway's
 # web_search runs on its http backend against a local SearXNG-shaped fixture
 # (scripts/real_model/searxng_fixture.py; the machine has no internet).
 #
@@ -13,7 +15,7 @@
 #   --record        re-record crates/gateway/tests/integration/data/llamacpp_*.{sse,json}
 #   --install-only  only create/refresh the venv
 # Environment: GATEWAY_BIN (default target/release/responses-gateway, built with
-#   cargo if missing), PYTHON (default python3), LLAMA_PORT, GW_PORT, SEARCH_PORT,
+#   cargo if missing), PYTHON (default python3), LLAMA_PORT, SEARCH_PORT,
 #   HEALTH_TIMEOUT (seconds, default 120).
 # Logs: target/real-model/llama.log, target/real-model/gateway.log,
 #   target/real-model/search.log
@@ -41,7 +43,6 @@ HEALTH_TIMEOUT="${HEALTH_TIMEOUT:-120}"
 
 MODE=smoke
 LLAMA_PORT="${LLAMA_PORT:-}"
-GW_PORT="${GW_PORT:-}"
 SEARCH_PORT="${SEARCH_PORT:-}"
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -149,22 +150,23 @@ start_search() {
   wait_http searxng-fixture "http://127.0.0.1:$SEARCH_PORT/healthz" "$SEARCH_PID" "$SEARCH_LOG"
 }
 
-start_gateway() {
+start_gateway() {  # start_gateway [chat|responses]: the upstream API the gateway speaks
+  local api="${1:-chat}"
   local bin="${GATEWAY_BIN:-target/release/responses-gateway}"
   if [[ ! -x "$bin" ]]; then
     [[ -z "${GATEWAY_BIN:-}" ]] || die "GATEWAY_BIN=$bin is not an executable"
     say "building the gateway: cargo build --release -p responses-gateway"
     cargo build --release -p responses-gateway
   fi
-  GW_PORT="${GW_PORT:-$(free_port)}"
-  say "starting the gateway on 127.0.0.1:$GW_PORT -> http://127.0.0.1:$LLAMA_PORT/v1 (log: $GW_LOG)"
+  GW_PORT="$(free_port)"
+  say "starting the gateway ($api upstream) on 127.0.0.1:$GW_PORT -> http://127.0.0.1:$LLAMA_PORT/v1 (log: $GW_LOG)"
   rm -rf "$GW_DATA"  # a fresh data dir per run: no state from earlier runs
   local search_env=()
   if [[ -n "$SEARCH_URL" ]]; then
     say "gateway web_search: http backend -> $SEARCH_URL"
     search_env=(RESPONSES_GATEWAY_WEB_SEARCH__BACKEND=http "RESPONSES_GATEWAY_WEB_SEARCH__HTTP__URL=$SEARCH_URL")
   fi
-  env "${search_env[@]}" "$bin" serve --upstream-url "http://127.0.0.1:$LLAMA_PORT/v1" --listen "127.0.0.1:$GW_PORT" \
+  env "${search_env[@]}" "RESPONSES_GATEWAY_UPSTREAM__API=$api" "$bin" serve --upstream-url "http://127.0.0.1:$LLAMA_PORT/v1" --listen "127.0.0.1:$GW_PORT" \
     --data-dir "$GW_DATA" > "$GW_LOG" 2>&1 &
   GW_PID=$!
   wait_http gateway "http://127.0.0.1:$GW_PORT/healthz" "$GW_PID" "$GW_LOG"
@@ -186,10 +188,15 @@ case "$MODE" in
   smoke)
     start_llama
     start_search
-    start_gateway
-    say "running the smoke test against http://127.0.0.1:$GW_PORT/v1"
     rc=0
-    "$PY" scripts/real_model/smoke.py --base-url "http://127.0.0.1:$GW_PORT/v1" --search-url "$SEARCH_URL" || rc=$?
+    : > "$GW_LOG"
+    for api in chat responses; do
+      start_gateway "$api"
+      say "running the smoke test against http://127.0.0.1:$GW_PORT/v1 (the gateway on llama.cpp's $api API)"
+      "$PY" scripts/real_model/smoke.py --base-url "http://127.0.0.1:$GW_PORT/v1" --search-url "$SEARCH_URL" || rc=$?
+      stop_pid "$GW_PID" gateway
+      GW_PID=""
+    done
     if (( rc != 0 )); then
       echo "---- last lines of $GW_LOG"; tail -n 40 "$GW_LOG" || true
       echo "---- last lines of $LLAMA_LOG"; tail -n 20 "$LLAMA_LOG" || true

@@ -454,6 +454,8 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
     ap.add_argument("--search-url", default=os.environ.get("SEARCH_URL", ""),
                     help="the gateway's web_search backend (the fixture), to report what it received")
+    ap.add_argument("--steps", default=os.environ.get("SMOKE_STEPS", "abcdef"),
+                    help="which steps to run, by letter (default all: abcdef)")
     args = ap.parse_args()
 
     import openai
@@ -479,6 +481,8 @@ def main() -> int:
     ]
     passed = failed = 0
     for key, title, fn in steps:
+        if key not in args.steps:
+            continue
         print(f"\n[{key}] {title}", flush=True)
         t0 = time.monotonic()
         try:

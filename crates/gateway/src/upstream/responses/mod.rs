@@ -6,7 +6,7 @@
 
 pub mod request;
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -99,25 +99,44 @@ const QUIET: [&str; 12] = [
     "response.function_call_arguments.done",
 ];
 
-/// What a Responses stream's events mean. A call's fragments are keyed by its
-/// `output_index`; a native custom call's input is re-encoded as the function form's
-/// arguments `{"input": "…"}`, as the chat adapter does, so every later step sees one shape.
+/// What a Responses stream's events mean. A call's fragments are keyed by its item id (or,
+/// from servers that send one, its `output_index`; llama.cpp sends only the id); a native
+/// custom call's input is re-encoded as the function form's arguments `{"input": "…"}`, as
+/// the chat adapter does, so every later step sees one shape.
 #[derive(Debug, Default)]
 pub struct ResponsesParser {
     finished: bool,
-    /// Output indexes of the calls seen, and whether each got an argument delta.
-    calls: Vec<(usize, bool)>,
-    /// Output indexes of native custom calls.
-    custom: HashSet<usize>,
+    /// The calls seen, in order.
+    calls: Vec<SeenCall>,
+    /// Output items added so far (the index of an item without `output_index`).
+    items: usize,
     /// An unknown event type was logged (once per round).
     logged_unknown: bool,
 }
 
+/// A call item of the round.
+#[derive(Debug)]
+struct SeenCall {
+    item_id: String,
+    index: usize,
+    /// An argument (or input) delta came.
+    delta: bool,
+    custom: bool,
+    closed: bool,
+}
+
 impl ResponsesParser {
-    fn delta_seen(&mut self, index: usize) {
-        if let Some(c) = self.calls.iter_mut().find(|c| c.0 == index) {
-            c.1 = true;
-        }
+    /// The call an event is about: by its `item_id`, else its `output_index`, else the
+    /// latest call.
+    fn call(&mut self, v: &Value) -> Option<&mut SeenCall> {
+        let id = v.get("item_id").or_else(|| v.pointer("/item/id")).and_then(Value::as_str);
+        let index = v.get("output_index").and_then(Value::as_u64).map(|i| i as usize);
+        let pos = match (id, index) {
+            (Some(id), _) if self.calls.iter().any(|c| c.item_id == id) => self.calls.iter().position(|c| c.item_id == id),
+            (_, Some(i)) => self.calls.iter().position(|c| c.index == i),
+            _ => self.calls.len().checked_sub(1),
+        }?;
+        self.calls.get_mut(pos)
     }
 }
 
@@ -126,46 +145,56 @@ impl SseParser for ResponsesParser {
         let v: Value = serde_json::from_str(data).map_err(|_| UpstreamError::Protocol("malformed event".into()))?;
         let kind = v.get("type").and_then(Value::as_str).or(event).unwrap_or_default();
         let text = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
-        let index = v.get("output_index").and_then(Value::as_u64).unwrap_or(0) as usize;
         match kind {
             "response.output_text.delta" => out.push_back(UpstreamEvent::Text(text("delta"))),
             "response.refusal.delta" => out.push_back(UpstreamEvent::Refusal(text("delta"))),
             "response.reasoning_text.delta" | "response.reasoning_summary_text.delta" => out.push_back(UpstreamEvent::Reasoning(text("delta"))),
             "response.output_item.added" => {
+                let index = v.get("output_index").and_then(Value::as_u64).map_or(self.items, |i| i as usize);
+                self.items += 1;
                 let item = v.get("item").unwrap_or(&Value::Null);
                 let field = |k: &str| item.get(k).and_then(Value::as_str).map(str::to_string);
-                match item.get("type").and_then(Value::as_str) {
-                    Some("function_call") => {
-                        self.calls.push((index, false));
-                        out.push_back(UpstreamEvent::ToolCall { index, id: field("call_id"), name: field("name"), arguments: None });
-                    }
-                    Some("custom_tool_call") => {
-                        self.calls.push((index, true));
-                        self.custom.insert(index);
-                        out.push_back(UpstreamEvent::ToolCall { index, id: field("call_id"), name: field("name"), arguments: Some("{\"input\":\"".into()) });
-                    }
-                    _ => {}
-                }
+                let custom = match item.get("type").and_then(Value::as_str) {
+                    Some("function_call") => false,
+                    Some("custom_tool_call") => true,
+                    _ => return Ok(false),
+                };
+                let item_id = field("id").unwrap_or_default();
+                self.calls.push(SeenCall { item_id, index, delta: false, custom, closed: false });
+                let opening = custom.then(|| "{\"input\":\"".to_string());
+                out.push_back(UpstreamEvent::ToolCall { index, id: field("call_id"), name: field("name"), arguments: opening });
             }
-            "response.function_call_arguments.delta" => {
-                self.delta_seen(index);
-                out.push_back(UpstreamEvent::ToolCall { index, id: None, name: None, arguments: Some(text("delta")) });
-            }
-            "response.custom_tool_call_input.delta" => {
-                let quoted = serde_json::to_string(&text("delta")).unwrap_or_default();
-                let inner = quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or_default().to_string();
-                out.push_back(UpstreamEvent::ToolCall { index, id: None, name: None, arguments: Some(inner) });
+            "response.function_call_arguments.delta" | "response.custom_tool_call_input.delta" => {
+                let delta = text("delta");
+                let Some(call) = self.call(&v) else { return Ok(false) };
+                call.delta = true;
+                let arguments = if call.custom {
+                    let quoted = serde_json::to_string(&delta).unwrap_or_default();
+                    quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or_default().to_string()
+                } else {
+                    delta
+                };
+                out.push_back(UpstreamEvent::ToolCall { index: call.index, id: None, name: None, arguments: Some(arguments) });
             }
             "response.custom_tool_call_input.done" => {}
             "response.output_item.done" => {
-                if self.custom.remove(&index) {
-                    out.push_back(UpstreamEvent::ToolCall { index, id: None, name: None, arguments: Some("\"}".into()) });
-                } else if self.calls.iter().any(|c| c.0 == index && !c.1) {
-                    // A function call whose arguments came only with the finished item.
-                    let args = v.pointer("/item/arguments").and_then(Value::as_str).unwrap_or_default();
-                    if !args.is_empty() {
-                        out.push_back(UpstreamEvent::ToolCall { index, id: None, name: None, arguments: Some(args.to_string()) });
+                let item_args = v.pointer("/item/arguments").and_then(Value::as_str).unwrap_or_default().to_string();
+                let item_input = v.pointer("/item/input").and_then(Value::as_str).unwrap_or_default().to_string();
+                let Some(call) = self.call(&v).filter(|c| !c.closed) else { return Ok(false) };
+                call.closed = true;
+                let index = call.index;
+                if call.custom {
+                    let mut rest = String::new();
+                    if !call.delta && !item_input.is_empty() {
+                        // The input came only with the finished item.
+                        let quoted = serde_json::to_string(&item_input).unwrap_or_default();
+                        rest.push_str(quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or_default());
                     }
+                    rest.push_str("\"}");
+                    out.push_back(UpstreamEvent::ToolCall { index, id: None, name: None, arguments: Some(rest) });
+                } else if !call.delta && !item_args.is_empty() {
+                    // A function call whose arguments came only with the finished item.
+                    out.push_back(UpstreamEvent::ToolCall { index, id: None, name: None, arguments: Some(item_args) });
                 }
             }
             "response.completed" | "response.incomplete" => {
@@ -277,6 +306,31 @@ mod tests {
                 UpstreamEvent::Usage(Usage { input_tokens: 3, output_tokens: 4, total_tokens: 7, ..Usage::default() }),
                 UpstreamEvent::Finish(FinishReason::ToolCalls),
             ]
+        );
+    }
+
+    /// llama.cpp's shape: no `output_index`, fragments keyed by `item_id`; two calls in turn.
+    #[test]
+    fn calls_are_keyed_by_item_id_without_output_index() {
+        let got = parse_all(&[
+            r#"{"type":"response.output_item.added","item":{"id":"fc_a","call_id":"call_a","name":"f","type":"function_call","arguments":""}}"#,
+            r#"{"type":"response.function_call_arguments.delta","delta":"{\"x\":","item_id":"fc_a"}"#,
+            r#"{"type":"response.output_item.added","item":{"id":"fc_b","call_id":"call_b","name":"g","type":"function_call","arguments":""}}"#,
+            r#"{"type":"response.function_call_arguments.delta","delta":"{}","item_id":"fc_b"}"#,
+            r#"{"type":"response.function_call_arguments.delta","delta":"1}","item_id":"fc_a"}"#,
+            r#"{"type":"response.completed","response":{"usage":{"input_tokens":1,"output_tokens":2}}}"#,
+        ])
+        .unwrap();
+        let args: Vec<(usize, Option<String>)> = got
+            .iter()
+            .filter_map(|e| match e {
+                UpstreamEvent::ToolCall { index, arguments, .. } => Some((*index, arguments.clone())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            args,
+            vec![(0, None), (0, Some("{\"x\":".into())), (1, None), (1, Some("{}".into())), (0, Some("1}".into()))]
         );
     }
 

@@ -6,7 +6,9 @@
 #   bench/instructions.sh [--no-build] [--requests N] [SCENARIO ...]
 #
 # Scenarios: tool (one client-owned function tool, not streamed, store:false), stream
-# (64-token streamed answer, store:false), tool-stored, stream-stored (store: true).
+# (64-token streamed answer, store:false), tool-stored, stream-stored (store: true);
+# tool-responses and stream-responses are tool and stream with the gateway on the same
+# scripted model's /v1/responses (upstream.api = "responses").
 # Each runs the gateway under callgrind twice, with 20 and 20+N requests (default N=400;
 # the load generator's warm-up runs in both), and prints (total2 - total1) / N: startup,
 # warm-up and shutdown cancel out. Needs valgrind (Debian package `valgrind`).
@@ -69,8 +71,11 @@ SCRIPT='{"tool_calls":[{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}
 # total_instructions SCENARIO N: runs N requests through a gateway under callgrind and
 # prints the program's total instruction count.
 total_instructions() {
-    local scenario="$1" n="$2" body args=() out="$TMP/cg.$1.$2.out" log="$TMP/gateway.$1.$2.log"
+    local scenario="$1" n="$2" body args=() out="$TMP/cg.$1.$2.out" log="$TMP/gateway.$1.$2.log" api=chat
     case "$scenario" in
+        *-responses) api=responses ;;
+    esac
+    case "${scenario%-responses}" in
         tool) body="{\"model\":\"m\",\"input\":\"hi\",\"store\":false,$TOOLS}"; args=(--tool --push-script "$SCRIPT") ;;
         tool-stored) body="{\"model\":\"m\",\"input\":\"hi\",$TOOLS}"; args=(--tool --push-script "$SCRIPT") ;;
         stream) body='{"model":"m","input":"hi","stream":true,"store":false}'; args=(--stream --expect-deltas 64) ;;
@@ -78,7 +83,7 @@ total_instructions() {
         *) echo "unknown scenario: $scenario" >&2; exit 2 ;;
     esac
     echo "$body" > "$TMP/body.json"
-    valgrind --tool=callgrind --callgrind-out-file="$out" "$BIN/responses-gateway" serve \
+    RESPONSES_GATEWAY_UPSTREAM__API="$api" valgrind --tool=callgrind --callgrind-out-file="$out" "$BIN/responses-gateway" serve \
         --upstream-url "$UPSTREAM/v1" --listen 127.0.0.1:0 --data-dir "$TMP/data-$scenario-$n" > "$log" 2>&1 &
     local pid=$!
     PIDS+=("$pid")

@@ -6,6 +6,7 @@
 
 pub mod request;
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,6 +15,7 @@ use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use futures_util::StreamExt;
 use protocol::response::{InputTokensDetails, OutputTokensDetails, Usage};
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::upstream::http::{about_the_model, HttpUpstream};
@@ -126,11 +128,9 @@ struct SeenCall {
 }
 
 impl ResponsesParser {
-    /// The call an event is about: by its `item_id`, else its `output_index`, else the
+    /// The call an event is about: by its item id, else its `output_index`, else the
     /// latest call.
-    fn call(&mut self, v: &Value) -> Option<&mut SeenCall> {
-        let id = v.get("item_id").or_else(|| v.pointer("/item/id")).and_then(Value::as_str);
-        let index = v.get("output_index").and_then(Value::as_u64).map(|i| i as usize);
+    fn call(&mut self, id: Option<&str>, index: Option<usize>) -> Option<&mut SeenCall> {
         let pos = match (id, index) {
             (Some(id), _) if self.calls.iter().any(|c| c.item_id == id) => self.calls.iter().position(|c| c.item_id == id),
             (_, Some(i)) => self.calls.iter().position(|c| c.index == i),
@@ -140,69 +140,127 @@ impl ResponsesParser {
     }
 }
 
+/// The fields of a streaming event the parser reads; the rest is skipped unread (a delta
+/// event allocates nothing but its text).
+#[derive(Deserialize)]
+struct Event<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    delta: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    item_id: Option<Cow<'a, str>>,
+    #[serde(default)]
+    output_index: Option<usize>,
+    #[serde(borrow, default)]
+    item: Option<Item<'a>>,
+    #[serde(borrow, default)]
+    response: Option<Terminal<'a>>,
+    #[serde(borrow, default)]
+    message: Option<Cow<'a, str>>,
+    #[serde(default)]
+    code: Option<Value>,
+    #[serde(borrow, default)]
+    error: Option<ErrorObj<'a>>,
+}
+
+/// An output item's fields the parser reads (calls).
+#[derive(Deserialize, Default)]
+struct Item<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    call_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    arguments: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    input: Option<Cow<'a, str>>,
+}
+
+/// A Response's fields the parser reads (terminal events); `output` is skipped unread.
+#[derive(Deserialize, Default)]
+struct Terminal<'a> {
+    #[serde(default)]
+    usage: Option<Value>,
+    #[serde(default)]
+    incomplete_details: Option<Value>,
+    #[serde(borrow, default)]
+    error: Option<ErrorObj<'a>>,
+}
+
+/// An error object's fields.
+#[derive(Deserialize, Default)]
+struct ErrorObj<'a> {
+    #[serde(borrow, default)]
+    message: Option<Cow<'a, str>>,
+    #[serde(default)]
+    code: Option<Value>,
+}
+
+/// `s` as the inside of a JSON string (escaped, without the quotes).
+fn json_inner(s: &str) -> String {
+    let quoted = serde_json::to_string(s).unwrap_or_default();
+    quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or_default().to_string()
+}
+
 impl SseParser for ResponsesParser {
     fn parse(&mut self, event: Option<&str>, data: &str, out: &mut VecDeque<UpstreamEvent>) -> Result<bool, UpstreamError> {
-        let v: Value = serde_json::from_str(data).map_err(|_| UpstreamError::Protocol("malformed event".into()))?;
-        let kind = v.get("type").and_then(Value::as_str).or(event).unwrap_or_default();
-        let text = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+        let v: Event<'_> = serde_json::from_str(data).map_err(|_| UpstreamError::Protocol("malformed event".into()))?;
+        let kind = v.kind.as_deref().or(event).unwrap_or_default();
+        let delta = || v.delta.as_deref().unwrap_or_default().to_string();
         match kind {
-            "response.output_text.delta" => out.push_back(UpstreamEvent::Text(text("delta"))),
-            "response.refusal.delta" => out.push_back(UpstreamEvent::Refusal(text("delta"))),
-            "response.reasoning_text.delta" | "response.reasoning_summary_text.delta" => out.push_back(UpstreamEvent::Reasoning(text("delta"))),
+            "response.output_text.delta" => out.push_back(UpstreamEvent::Text(delta())),
+            "response.refusal.delta" => out.push_back(UpstreamEvent::Refusal(delta())),
+            "response.reasoning_text.delta" | "response.reasoning_summary_text.delta" => out.push_back(UpstreamEvent::Reasoning(delta())),
             "response.output_item.added" => {
-                let index = v.get("output_index").and_then(Value::as_u64).map_or(self.items, |i| i as usize);
+                let index = v.output_index.unwrap_or(self.items);
                 self.items += 1;
-                let item = v.get("item").unwrap_or(&Value::Null);
-                let field = |k: &str| item.get(k).and_then(Value::as_str).map(str::to_string);
-                let custom = match item.get("type").and_then(Value::as_str) {
+                let Some(item) = &v.item else { return Ok(false) };
+                let custom = match item.kind.as_deref() {
                     Some("function_call") => false,
                     Some("custom_tool_call") => true,
                     _ => return Ok(false),
                 };
-                let item_id = field("id").unwrap_or_default();
+                let owned = |f: &Option<Cow<'_, str>>| f.as_deref().map(str::to_string);
+                let item_id = owned(&item.id).unwrap_or_default();
                 self.calls.push(SeenCall { item_id, index, delta: false, custom, closed: false });
                 let opening = custom.then(|| "{\"input\":\"".to_string());
-                out.push_back(UpstreamEvent::ToolCall { index, id: field("call_id"), name: field("name"), arguments: opening });
+                out.push_back(UpstreamEvent::ToolCall { index, id: owned(&item.call_id), name: owned(&item.name), arguments: opening });
             }
             "response.function_call_arguments.delta" | "response.custom_tool_call_input.delta" => {
-                let delta = text("delta");
-                let Some(call) = self.call(&v) else { return Ok(false) };
+                let Some(call) = self.call(v.item_id.as_deref(), v.output_index) else { return Ok(false) };
                 call.delta = true;
-                let arguments = if call.custom {
-                    let quoted = serde_json::to_string(&delta).unwrap_or_default();
-                    quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or_default().to_string()
-                } else {
-                    delta
-                };
+                let piece = v.delta.as_deref().unwrap_or_default();
+                let arguments = if call.custom { json_inner(piece) } else { piece.to_string() };
                 out.push_back(UpstreamEvent::ToolCall { index: call.index, id: None, name: None, arguments: Some(arguments) });
             }
-            "response.custom_tool_call_input.done" => {}
             "response.output_item.done" => {
-                let item_args = v.pointer("/item/arguments").and_then(Value::as_str).unwrap_or_default().to_string();
-                let item_input = v.pointer("/item/input").and_then(Value::as_str).unwrap_or_default().to_string();
-                let Some(call) = self.call(&v).filter(|c| !c.closed) else { return Ok(false) };
+                let item = v.item.unwrap_or_default();
+                let (arguments, input) = (item.arguments.as_deref().unwrap_or_default(), item.input.as_deref().unwrap_or_default());
+                let id = v.item_id.as_deref().or(item.id.as_deref());
+                let Some(call) = self.call(id, v.output_index).filter(|c| !c.closed) else { return Ok(false) };
                 call.closed = true;
                 let index = call.index;
                 if call.custom {
-                    let mut rest = String::new();
-                    if !call.delta && !item_input.is_empty() {
-                        // The input came only with the finished item.
-                        let quoted = serde_json::to_string(&item_input).unwrap_or_default();
-                        rest.push_str(quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or_default());
-                    }
+                    // The input, when it came only with the finished item, then the closing.
+                    let mut rest = if call.delta { String::new() } else { json_inner(input) };
                     rest.push_str("\"}");
                     out.push_back(UpstreamEvent::ToolCall { index, id: None, name: None, arguments: Some(rest) });
-                } else if !call.delta && !item_args.is_empty() {
+                } else if !call.delta && !arguments.is_empty() {
                     // A function call whose arguments came only with the finished item.
-                    out.push_back(UpstreamEvent::ToolCall { index, id: None, name: None, arguments: Some(item_args) });
+                    out.push_back(UpstreamEvent::ToolCall { index, id: None, name: None, arguments: Some(arguments.to_string()) });
                 }
             }
             "response.completed" | "response.incomplete" => {
-                let response = v.get("response").unwrap_or(&Value::Null);
-                if let Some(u) = response.get("usage").filter(|u| u.is_object()) {
+                let response = v.response.unwrap_or_default();
+                if let Some(u) = response.usage.as_ref().filter(|u| u.is_object()) {
                     out.push_back(UpstreamEvent::Usage(usage(u)));
                 }
-                let reason = response.pointer("/incomplete_details/reason").and_then(Value::as_str);
+                let reason = response.incomplete_details.as_ref().and_then(|d| d.get("reason")).and_then(Value::as_str);
                 let finish = match (kind, reason) {
                     ("response.incomplete", Some("content_filter")) => FinishReason::ContentFilter,
                     ("response.incomplete", _) => FinishReason::Length,
@@ -214,15 +272,17 @@ impl SseParser for ResponsesParser {
                 return Ok(true);
             }
             "response.failed" => {
-                let message = v.pointer("/response/error/message").and_then(Value::as_str).unwrap_or("the upstream response failed");
+                let response = v.response.unwrap_or_default();
+                let message = response.error.as_ref().and_then(|e| e.message.as_deref()).unwrap_or("the upstream response failed");
                 return Err(UpstreamError::Status { status: 500, message: message.chars().take(500).collect() });
             }
             "error" => {
-                let message = v.get("message").or_else(|| v.pointer("/error/message")).and_then(Value::as_str).unwrap_or("error in stream");
-                let code = v.get("code").or_else(|| v.pointer("/error/code"));
+                let message = v.message.as_deref().or_else(|| v.error.as_ref().and_then(|e| e.message.as_deref())).unwrap_or("error in stream");
+                let code = v.code.as_ref().or_else(|| v.error.as_ref().and_then(|e| e.code.as_ref()));
                 let status = code.and_then(Value::as_u64).filter(|c| (400..600).contains(c)).unwrap_or(500) as u16;
                 return Err(UpstreamError::Status { status, message: message.chars().take(500).collect() });
             }
+            "response.custom_tool_call_input.done" => {}
             k if QUIET.contains(&k) => {}
             other => {
                 if !self.logged_unknown {

@@ -38,6 +38,9 @@ pub enum Entry {
     User(Vec<UserPart>),
     Assistant { text: String, calls: Vec<Call> },
     ToolResult { call_id: String, content: String },
+    /// An upstream's own item (a Responses upstream's reasoning), sent back only to an
+    /// upstream of that API, as it came.
+    Upstream(serde_json::Value),
 }
 
 /// What the model sees: `instructions` (this request's only; never carried over), the
@@ -113,6 +116,11 @@ impl Transcript {
             }
         }
         self.entries.push(Entry::Assistant { text, calls });
+    }
+
+    /// Adds the upstream's own items of a round (before its assistant entry).
+    pub fn push_upstream_items(&mut self, items: Vec<serde_json::Value>) {
+        self.entries.extend(items.into_iter().map(Entry::Upstream));
     }
 
     /// The content of the tool result answering `call_id`, if any.

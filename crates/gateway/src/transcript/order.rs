@@ -30,7 +30,7 @@ impl Transcript {
                     };
                     self.entries[start..i].sort_by_key(pos);
                 }
-                Entry::User(_) => i += 1,
+                Entry::User(_) | Entry::Upstream(_) => i += 1,
             }
         }
     }

@@ -44,6 +44,9 @@ pub struct Round {
     leading_space: String,
     pub calls: Vec<PendingCall>,
     pub finish: Option<FinishReason>,
+    /// The upstream's own items of this round (a Responses upstream's reasoning): they go
+    /// into the history before the round's assistant entry, for that upstream only.
+    pub upstream_items: Vec<serde_json::Value>,
     /// Removes `【N】` markers from the message when the turn has file search.
     markers: Option<MarkerFilter>,
     /// The turn's last round, sent without tools: calls the model writes anyway are dropped.
@@ -180,6 +183,7 @@ impl Round {
                 }
             }
             UpstreamEvent::Finish(r) => self.finish = Some(r),
+            UpstreamEvent::OpaqueItem(item) => self.upstream_items.push(item),
             UpstreamEvent::Usage(u) => usage.add(&u),
         }
     }

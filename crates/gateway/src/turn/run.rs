@@ -166,6 +166,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
         // The last round went upstream without tools: a call the model writes anyway was
         // dropped as it came (neither executed nor returned), and the turn ends with its answer.
         let text = round.close_message(emitter, ItemStatus::Completed, &sources);
+        transcript.push_upstream_items(std::mem::take(&mut round.upstream_items));
         if round.calls.is_empty() || last {
             push_text(&mut transcript, text);
             return finish(&done_ctx, emitter, transcript, &mut files, Terminal::Completed, usage, None);
@@ -251,6 +252,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
 fn close_cut_round(round: &mut Round, emitter: &mut Emitter, sources: &[Source], transcript: &mut Transcript) {
     let calls = round.completed_calls();
     let text = round.close_all(emitter, ItemStatus::Incomplete, sources);
+    transcript.push_upstream_items(std::mem::take(&mut round.upstream_items));
     if calls.is_empty() {
         push_text(transcript, text);
     } else {

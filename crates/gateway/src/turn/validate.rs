@@ -163,6 +163,7 @@ pub fn validate(
         text_format: text.format.clone().filter(|f| *f != TextFormat::Text),
         user: req.user.clone().or_else(|| req.safety_identifier.clone()),
         reasoning_effort: reasoning_effort(req.reasoning.as_ref())?,
+        encrypted_reasoning: req.include.iter().flatten().any(|i| i == "reasoning.encrypted_content"),
     };
     let base = Response {
         id: new_id("resp"),

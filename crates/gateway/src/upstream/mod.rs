@@ -159,6 +159,10 @@ pub enum UpstreamEvent {
     ToolCall { index: usize, id: Option<String>, name: Option<String>, arguments: Option<String> },
     Finish(FinishReason),
     Usage(Usage),
+    /// An output item of the upstream's own that the client never sees but that goes back
+    /// to that upstream with the history: a Responses upstream's `reasoning` item (with its
+    /// `encrypted_content` when asked for). A chat upstream sends none.
+    OpaqueItem(Value),
 }
 
 /// Sampling and format settings passed on to the upstream.
@@ -173,6 +177,10 @@ pub struct Sampling {
     /// `None` or `text` for plain text.
     pub text_format: Option<TextFormat>,
     pub user: Option<String>,
+    /// Ask the upstream for its reasoning's `encrypted_content` (the client's `include` has
+    /// `reasoning.encrypted_content`): a Responses upstream's reasoning then goes back to it
+    /// whole on the next round.
+    pub encrypted_reasoning: bool,
     /// `reasoning.effort` (contract §1), when set.
     pub reasoning_effort: Option<String>,
 }

@@ -135,3 +135,35 @@ async fn responses_upstream_failures_are_the_gateways_errors() {
     assert_eq!(s.response["status"], "failed", "a cut stream ends with response.failed");
     assert_eq!(s.events.iter().filter(|e| e["type"] == "error").count(), 1);
 }
+
+/// The upstream's reasoning items go back to it, as they came, on the next round and on a
+/// continuation; they never reach a chat upstream (which never sends any).
+#[tokio::test]
+async fn reasoning_items_go_back_to_the_responses_upstream() {
+    let h = on_responses().await;
+    h.upstream.push(Script::tool_call("package_version", r#"{"input":"axum"}"#).reasoning(&["need ", "a tool"]));
+    h.upstream.push(Script::text(&["axum is installed."]));
+    let (status, body) = h
+        .post(json!({"model":"m","input":"axum?","include":["reasoning.encrypted_content"],"tools":[{"type":"custom","name":"package_version"}]}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(types(&body), ["reasoning", "custom_tool_call", "custom_tool_call_output", "message"]);
+    let reqs = h.upstream.requests();
+    assert_eq!(reqs[0].body["include"], json!(["reasoning.encrypted_content"]), "asked for as the client asked");
+    let input = reqs[1].body["input"].as_array().unwrap().clone();
+    let kinds: Vec<&str> = input.iter().map(|i| i["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["message", "reasoning", "function_call", "function_call_output"], "{input:?}");
+    let reasoning = &input[1];
+    assert!(reasoning["encrypted_content"].as_str().unwrap().starts_with("enc_rs_"), "{reasoning}");
+    assert_eq!(reasoning["content"][0]["text"], "need a tool");
+    // A continuation sends it again, from the stored turn.
+    h.upstream.push(Script::text(&["Yes."]));
+    let (status, next) = h.post(json!({"model":"m","previous_response_id":body["id"],"input":"sure?"})).await;
+    assert_eq!(status, 200, "{next}");
+    let input = h.upstream.requests()[2].body["input"].clone();
+    assert_eq!(input[1], *reasoning, "the same item, from the stored transcript");
+    // Without the include, the upstream is not asked for encrypted content.
+    h.upstream.push(Script::text(&["ok"]));
+    h.post(json!({"model":"m","input":"x"})).await;
+    assert!(h.upstream.requests()[3].body.get("include").is_none());
+}

@@ -200,7 +200,8 @@ impl Serialize for Messages<'_> {
         if let Some(sys) = &system {
             seq.serialize_element(&json!({"role": "system", "content": sys}))?;
         }
-        for e in &self.t.entries {
+        // A Responses upstream's own items (its reasoning) are never shown to a chat upstream.
+        for e in self.t.entries.iter().filter(|e| !matches!(e, Entry::Upstream(_))) {
             seq.serialize_element(&Message { e, native: self.native })?;
         }
         seq.end()
@@ -216,6 +217,7 @@ impl Serialize for Message<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(None)?;
         match self.e {
+            Entry::Upstream(_) => {}
             Entry::User(parts) => {
                 m.serialize_entry("role", "user")?;
                 if parts.iter().all(|p| matches!(p, UserPart::Text(_))) {

@@ -238,6 +238,12 @@ impl SseParser for ResponsesParser {
                 let arguments = if call.custom { json_inner(piece) } else { piece.to_string() };
                 out.push_back(UpstreamEvent::ToolCall { index: call.index, id: None, name: None, arguments: Some(arguments) });
             }
+            "response.output_item.done" if v.item.as_ref().is_some_and(|i| i.kind.as_deref() == Some("reasoning")) => {
+                // The upstream's reasoning goes back to it with the history, as it came.
+                if let Some(item) = serde_json::from_str::<Value>(data).ok().and_then(|mut e| e.get_mut("item").map(Value::take)) {
+                    out.push_back(UpstreamEvent::OpaqueItem(item));
+                }
+            }
             "response.output_item.done" => {
                 let item = v.item.unwrap_or_default();
                 let (arguments, input) = (item.arguments.as_deref().unwrap_or_default(), item.input.as_deref().unwrap_or_default());

@@ -45,6 +45,9 @@ pub fn body(req: &RoundRequest<'_>) -> Value {
     if let Some(f) = &sp.text_format {
         b.insert("text".into(), json!({"format": f}));
     }
+    if sp.encrypted_reasoning {
+        b.insert("include".into(), json!(["reasoning.encrypted_content"]));
+    }
     if !req.tools.is_empty() && *req.tool_choice != ToolChoice::None {
         b.insert("tools".into(), Value::Array(req.tools.iter().map(|t| tool(t)).collect()));
         b.insert("tool_choice".into(), tool_choice(req.tool_choice, &native));
@@ -96,6 +99,8 @@ fn input_items(t: &Transcript, native: &HashSet<&str>) -> Vec<Value> {
     let mut custom_calls: HashSet<&str> = HashSet::new();
     for e in &t.entries {
         match e {
+            // The upstream's own items (its reasoning), back as they came.
+            Entry::Upstream(item) => items.push(item.clone()),
             Entry::User(parts) => {
                 let content: Vec<Value> = parts
                     .iter()

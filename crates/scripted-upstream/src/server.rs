@@ -104,6 +104,19 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .with_state(shared)
 }
 
+/// The request body as JSON, or the 400 that says it is not.
+fn json_body(body: &[u8]) -> Result<Value, Box<Response>> {
+    serde_json::from_slice(body).map_err(|e| {
+        let message = format!("request body is not valid JSON: {e}");
+        Box::new(error_response(StatusCode::BAD_REQUEST, "invalid_request_error", &message))
+    })
+}
+
+/// The `Authorization` header, as recorded.
+fn authorization(headers: &HeaderMap) -> Option<String> {
+    headers.get(header::AUTHORIZATION).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+}
+
 /// An OpenAI-shaped error answer.
 fn error_response(status: StatusCode, kind: &str, message: &str) -> Response {
     let body = json!({"error": {"message": message, "type": kind, "param": null, "code": null}});
@@ -115,12 +128,9 @@ async fn chat_completions(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let request: Value = match serde_json::from_slice(&body) {
+    let request = match json_body(&body) {
         Ok(v) => v,
-        Err(e) => {
-            let message = format!("request body is not valid JSON: {e}");
-            return error_response(StatusCode::BAD_REQUEST, "invalid_request_error", &message);
-        }
+        Err(answer) => return *answer,
     };
     let stream = request.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let info = RequestInfo {
@@ -130,10 +140,7 @@ async fn chat_completions(
             .and_then(Value::as_bool)
             .unwrap_or(false),
     };
-    let authorization = headers
-        .get(header::AUTHORIZATION)
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-    let script = shared.take(RecordedRequest { body: request, authorization });
+    let script = shared.take(RecordedRequest { body: request, authorization: authorization(&headers) });
 
     if let Some(status) = script.http_status {
         return scripted_error(status, script.error_body.as_deref());
@@ -148,19 +155,13 @@ async fn chat_completions(
 /// `POST /v1/responses`: the next script as a streamed Responses answer (`stream: true`
 /// only: a non-streamed request is a 400).
 async fn responses(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
-    let request: Value = match serde_json::from_slice(&body) {
+    let request = match json_body(&body) {
         Ok(v) => v,
-        Err(e) => {
-            let message = format!("request body is not valid JSON: {e}");
-            return error_response(StatusCode::BAD_REQUEST, "invalid_request_error", &message);
-        }
+        Err(answer) => return *answer,
     };
     let stream = request.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let model = request.get("model").and_then(Value::as_str).unwrap_or(DEFAULT_MODEL).to_owned();
-    let authorization = headers
-        .get(header::AUTHORIZATION)
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-    let script = shared.take(RecordedRequest { body: request, authorization });
+    let script = shared.take(RecordedRequest { body: request, authorization: authorization(&headers) });
     if let Some(status) = script.http_status {
         return scripted_error(status, script.error_body.as_deref());
     }
@@ -168,13 +169,7 @@ async fn responses(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: 
         return error_response(StatusCode::BAD_REQUEST, "invalid_request_error", "scripted-upstream answers /v1/responses with stream: true only");
     }
     let events = crate::responses::stream_events(&script, &model);
-    let delay = Duration::from_millis(script.token_delay_ms);
-    let body = Body::from_stream(PacedEvents::new(events, delay, script.fault));
-    let mut response = Response::new(body);
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    response
+    sse_response(events, &script)
 }
 
 fn scripted_error(status: u16, body: Option<&str>) -> Response {
@@ -199,6 +194,17 @@ fn scripted_error(status: u16, body: Option<&str>) -> Response {
     }
 }
 
+/// Pre-rendered events as an SSE answer, paced and broken as the script says.
+fn sse_response(events: Vec<Bytes>, script: &Script) -> Response {
+    let delay = Duration::from_millis(script.token_delay_ms);
+    let body = Body::from_stream(PacedEvents::new(events, delay, script.fault));
+    let mut response = Response::new(body);
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
 fn render_failed(e: serde_json::Error) -> Response {
     error_response(StatusCode::INTERNAL_SERVER_ERROR, "server_error", &format!("render: {e}"))
 }
@@ -208,13 +214,7 @@ fn stream_answer(script: &Script, info: &RequestInfo) -> Response {
         Ok(events) => events,
         Err(e) => return render_failed(e),
     };
-    let delay = Duration::from_millis(script.token_delay_ms);
-    let body = Body::from_stream(PacedEvents::new(events, delay, script.fault));
-    let mut response = Response::new(body);
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    response
+    sse_response(events, script)
 }
 
 async fn complete_answer(script: &Script, info: &RequestInfo) -> Response {

@@ -153,3 +153,18 @@ impl<P: SseParser> SseRound<P> {
         }
     }
 }
+
+impl<P: SseParser + 'static> SseRound<P> {
+    /// The round as the turn reads it: each error inside the stream classified as an HTTP
+    /// answer would be (a 404 naming `model` is `UnknownModel`).
+    pub fn into_upstream(self, model: &str) -> crate::upstream::UpstreamStream {
+        // Boxed: the unfold moves its state through each step, and a pointer moves cheaper
+        // than the stream.
+        let model: Arc<str> = model.into();
+        let events = futures_util::stream::unfold((Box::new(self), model), |(mut rs, model)| async move {
+            let ev = rs.next().await?.map_err(|e| crate::upstream::http::about_the_model(e, &model));
+            Some((ev, (rs, model)))
+        });
+        Box::pin(events)
+    }
+}

@@ -4,7 +4,6 @@
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -15,7 +14,7 @@ use serde_json::Value;
 
 use futures_util::future::BoxFuture;
 
-use crate::upstream::http::{about_the_model, HttpUpstream};
+use crate::upstream::http::HttpUpstream;
 use crate::upstream::sse::{SseParser, SseRound};
 use crate::upstream::{FinishReason, ModelClient, RoundRequest, UpstreamCaps, UpstreamError, UpstreamEvent, UpstreamStream};
 
@@ -123,17 +122,7 @@ impl ModelClient for ChatCompletions {
     /// The round's stream; an error inside it is classified as an HTTP answer is (a 404
     /// naming the model is `UnknownModel`).
     fn stream_round<'a>(&'a self, req: &'a RoundRequest<'a>) -> BoxFuture<'a, Result<UpstreamStream, UpstreamError>> {
-        Box::pin(async move {
-            // Boxed: the unfold moves its state through each step, and a pointer moves
-            // cheaper than the stream.
-            let rs = Box::new(self.stream(req).await?);
-            let model: Arc<str> = req.model.into();
-            let events = futures_util::stream::unfold((rs, model), |(mut rs, model)| async move {
-                let ev = rs.next().await?.map_err(|e| about_the_model(e, &model));
-                Some((ev, (rs, model)))
-            });
-            Ok(Box::pin(events) as UpstreamStream)
-        })
+        Box::pin(async move { Ok(self.stream(req).await?.into_upstream(req.model)) })
     }
 
     fn models(&self, timeout: Duration) -> BoxFuture<'_, Result<Value, UpstreamError>> {

@@ -8,17 +8,15 @@ pub mod request;
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
-use futures_util::StreamExt;
 use protocol::response::{InputTokensDetails, OutputTokensDetails, Usage};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::upstream::http::{about_the_model, HttpUpstream};
+use crate::upstream::http::HttpUpstream;
 use crate::upstream::sse::{SseParser, SseRound};
 use crate::upstream::{FinishReason, ModelClient, RoundRequest, UpstreamCaps, UpstreamError, UpstreamEvent, UpstreamStream};
 
@@ -69,15 +67,7 @@ impl ModelClient for Responses {
     }
 
     fn stream_round<'a>(&'a self, req: &'a RoundRequest<'a>) -> BoxFuture<'a, Result<UpstreamStream, UpstreamError>> {
-        Box::pin(async move {
-            let rs = Box::new(self.stream(req).await?);
-            let model: Arc<str> = req.model.into();
-            let events = futures_util::stream::unfold((rs, model), |(mut rs, model)| async move {
-                let ev = rs.next().await?.map_err(|e| about_the_model(e, &model));
-                Some((ev, (rs, model)))
-            });
-            Ok(events.boxed())
-        })
+        Box::pin(async move { Ok(self.stream(req).await?.into_upstream(req.model)) })
     }
 
     fn models(&self, timeout: Duration) -> BoxFuture<'_, Result<Value, UpstreamError>> {

@@ -24,17 +24,21 @@ from test_responses_sdk import MODEL, WEATHER_TOOL, create, sdk_dict, validate_s
 pytestmark = pytest.mark.usefixtures("upstream", "searx")
 
 
-@pytest.fixture(scope="module")
-def rclient(upstream_server: harness.Upstream, search_server: SF.SearchFixture, tmp_path_factory: pytest.TempPathFactory):
-    """A client of a gateway whose upstream API is `responses`."""
-    logs: Path = tmp_path_factory.mktemp("responses-upstream")
-    env = {"RESPONSES_GATEWAY_UPSTREAM__API": "responses", **search_server.gateway_env()}
+def responses_gateway_client(upstream_server: harness.Upstream, search_server: SF.SearchFixture, logs: Path, **env: str):
+    """Yields a client of a gateway on the upstream's `/v1/responses`, with `env` added."""
+    env = {"RESPONSES_GATEWAY_UPSTREAM__API": "responses", **search_server.gateway_env(), **env}
     gw = harness.start_gateway(harness.binary("GATEWAY_BIN", "responses-gateway"), upstream_server.base_url, logs, extra_env=env)
     c = openai.OpenAI(base_url=gw.api_base, api_key="test", max_retries=0, timeout=60)
     yield c
     c.close()
     gw.close()
     gw.proc.stop()
+
+
+@pytest.fixture(scope="module")
+def rclient(upstream_server: harness.Upstream, search_server: SF.SearchFixture, tmp_path_factory: pytest.TempPathFactory):
+    """A client of a gateway whose upstream API is `responses`."""
+    yield from responses_gateway_client(upstream_server, search_server, tmp_path_factory.mktemp("responses-upstream"))
 
 
 def bodies(upstream: harness.Upstream) -> list[dict[str, Any]]:
@@ -170,3 +174,61 @@ def test_upstream_failure_is_one_failed_terminal(rclient, upstream):
     with pytest.raises(openai.APIError):
         for _ in stream:
             pass
+
+
+@pytest.fixture(scope="module")
+def nclient(upstream_server: harness.Upstream, search_server: SF.SearchFixture, tmp_path_factory: pytest.TempPathFactory):
+    """A client of a gateway on a Responses upstream that renders file_search and web_search
+    natively (`upstream.native_tools`): the gateway still runs every search."""
+    yield from responses_gateway_client(upstream_server, search_server, tmp_path_factory.mktemp("native-tools"),
+                                        RESPONSES_GATEWAY_UPSTREAM__NATIVE_TOOLS='["file_search", "web_search"]')
+
+
+def test_native_file_search_is_declared_natively_and_run_by_the_gateway(nclient, upstream):
+    doc = "# Cafés\n\nCafé Schober, opened in 1842, is the oldest café in Zürich.\n"
+    f = nclient.files.create(file=("cafés.md", doc.encode()), purpose="assistants")
+    vs = nclient.vector_stores.create(name="cafés")
+    vsf = nclient.vector_stores.files.create_and_poll(vector_store_id=vs.id, file_id=f.id)
+    assert vsf.status == "completed", vsf.last_error
+    try:
+        upstream.push({"tool_calls": [{"name": "file_search", "hosted": "file_search",
+                                       "arguments": json.dumps({"queries": ["oldest café"]})}]},
+                      {"text": ["Café Schober【", "1】."]})
+        with nclient.responses.stream(model=MODEL, input="Which café is the oldest?", include=["file_search_call.results"],
+                                      tools=[{"type": "file_search", "vector_store_ids": [vs.id]}]) as stream:
+            events = list(stream)
+            final = stream.get_final_response()
+        validate_sdk_events(events)
+        fs = [o for o in final.output if o.type == "file_search_call"]
+        assert len(fs) == 1 and fs[0].status == "completed" and fs[0].queries == ["oldest café"]
+        assert fs[0].results and fs[0].results[0].file_id == f.id
+        msg = [o for o in final.output if o.type == "message"][-1]
+        assert msg.content[0].text == "Café Schober."
+        (ann,) = msg.content[0].annotations
+        assert ann.type == "file_citation" and ann.file_id == f.id
+        first, second = bodies(upstream)
+        assert first["tools"] == [{"type": "file_search", "vector_store_ids": [vs.id], "max_num_results": 20}]
+        assert kinds(second["input"]) == ["message", "file_search_call"]
+        typed = second["input"][1]
+        assert typed["queries"] == ["oldest café"] and typed["status"] == "completed"
+        assert typed["results"][0]["file_id"] == f.id and typed["results"][0]["text"].startswith("【1†cafés.md】")
+    finally:
+        nclient.vector_stores.delete(vs.id)
+        nclient.files.delete(f.id)
+
+
+def test_native_web_search_is_declared_natively_and_run_by_the_gateway(nclient, upstream, searx):
+    query = "axum latest release"
+    docs = SF.KEPT[0]["url"]
+    upstream.push({"tool_calls": [{"name": "web_search", "hosted": "web_search", "arguments": json.dumps({"query": query})}]},
+                  {"text": [f"See {docs} for more."]})
+    resp, _ = create(nclient, model=MODEL, input="What is new in axum?", tools=[{"type": "web_search"}])
+    ws = [o for o in resp.output if o.type == "web_search_call"]
+    assert len(ws) == 1 and ws[0].status == "completed" and ws[0].action.query == query
+    msg = [o for o in resp.output if o.type == "message"][-1]
+    assert [a.type for a in msg.content[0].annotations] == ["url_citation"]
+    first, second = bodies(upstream)
+    assert first["tools"] == [{"type": "web_search", "search_context_size": "medium"}]
+    assert kinds(second["input"]) == ["message", "web_search_call"]
+    assert docs in [s["url"] for s in second["input"][1]["action"]["sources"]]
+    assert searx.queries[-1]["q"] == [query], "the gateway ran the search"

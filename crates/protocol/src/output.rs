@@ -93,6 +93,11 @@ pub enum OutputItem {
         id: String,
         summary: Vec<ReasoningSummary>,
         content: Vec<OutputContent>,
+        /// A Responses upstream's encrypted reasoning, only when the request's `include`
+        /// has `reasoning.encrypted_content` (contract §5); a client that replays the item
+        /// gives it back to that upstream.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        encrypted_content: Option<String>,
         status: ItemStatus,
     },
 }

@@ -91,6 +91,12 @@ pub(crate) fn stream_events(script: &Script, model: &str) -> Vec<Bytes> {
         index += 1;
     }
     for call in &script.tool_calls {
+        if let Some(kind) = call.hosted.as_deref() {
+            let item = hosted_call(&mut ev, index, kind, &call.arguments);
+            output.push(item);
+            index += 1;
+            continue;
+        }
         let item_id = format!("fc_{}", random_alnum(16));
         let call_id = call.id.clone().unwrap_or_else(|| format!("call_{}", random_alnum(16)));
         let pieces: Vec<&str> = split_chars(&call.arguments, call.fragment_chars).into_iter().map(|r| &call.arguments[r]).collect();
@@ -138,4 +144,31 @@ pub(crate) fn stream_events(script: &Script, model: &str) -> Vec<Bytes> {
     };
     ev.push(json!({"type": terminal, "response": response}));
     ev.out
+}
+
+/// A typed call of a hosted tool (`file_search` or `web_search`), left for the caller to run:
+/// added, its progress events, and done with its queries (from `arguments`) and no results.
+fn hosted_call(ev: &mut Events, index: usize, kind: &str, arguments: &str) -> Value {
+    let args: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
+    let (prefix, item_type) = if kind == "web_search" { ("ws", "web_search_call") } else { ("fs", "file_search_call") };
+    let item_id = format!("{prefix}_{}", random_alnum(16));
+    let (added, item) = if kind == "web_search" {
+        let query = args.get("query").cloned().unwrap_or(Value::Null);
+        (
+            json!({"id": item_id, "type": item_type, "status": "in_progress"}),
+            json!({"id": item_id, "type": item_type, "status": "completed", "action": {"type": "search", "query": query, "queries": [query]}}),
+        )
+    } else {
+        let queries = args.get("queries").cloned().unwrap_or(json!([]));
+        (
+            json!({"id": item_id, "type": item_type, "status": "in_progress", "queries": [], "results": null}),
+            json!({"id": item_id, "type": item_type, "status": "completed", "queries": queries, "results": null}),
+        )
+    };
+    let progress = ["in_progress", "searching", "completed"]
+        .iter()
+        .map(|p| json!({"type": format!("response.{item_type}.{p}"), "item_id": item_id, "output_index": index}))
+        .collect();
+    ev.item(index, added, progress, Vec::new(), item.clone());
+    item
 }

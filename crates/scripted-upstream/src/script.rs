@@ -73,6 +73,12 @@ pub struct ToolCallScript {
     /// Chat Completions form) with `arguments` as the raw `input`.
     #[serde(default)]
     pub custom: bool,
+    /// On `/v1/responses`: send a typed call of a hosted tool instead of a function call:
+    /// `file_search` (a `file_search_call` whose `queries` come from `arguments`'
+    /// `{"queries": […]}`) or `web_search` (a `web_search_call` whose `action.query` comes
+    /// from `{"query": …}`). Chat Completions answers send the function call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosted: Option<String>,
 }
 
 fn default_fragment_chars() -> usize {
@@ -134,7 +140,14 @@ impl ToolCallScript {
             fragment_chars: default_fragment_chars(),
             pretty: false,
             custom: false,
+            hosted: None,
         }
+    }
+
+    /// A typed call of the hosted tool `kind` (`file_search` or `web_search`) on
+    /// `/v1/responses`, with its function-form `arguments`; a function call on chat.
+    pub fn hosted(kind: &str, arguments: impl Into<String>) -> Self {
+        ToolCallScript { hosted: Some(kind.to_string()), ..ToolCallScript::new(kind, arguments) }
     }
 
     /// A native custom tool call: `input` is sent raw in `custom.input`.

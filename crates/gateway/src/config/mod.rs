@@ -174,8 +174,13 @@ pub enum UpstreamApiKind {
     Responses,
 }
 
-/// Tool types with a native Chat Completions declaration (`upstream.native_tools`).
-pub const NATIVE_TOOL_TYPES: [&str; 1] = ["custom"];
+/// Tool types an upstream may take natively (`upstream.native_tools`): `custom` on either
+/// API; the hosted `file_search` and `web_search` only on a Responses upstream.
+pub const NATIVE_TOOL_TYPES: [&str; 3] = ["custom", "file_search", "web_search"];
+
+/// Hosts that execute hosted tools themselves (OpenAI runs `web_search` and `file_search` on
+/// its side): a native declaration there would not come back as a call for the gateway.
+const SELF_EXECUTING_HOSTS: [&str; 2] = ["api.openai.com", ".openai.azure.com"];
 
 /// `[upstream]`: the model server.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -194,8 +199,9 @@ pub struct UpstreamConfig {
     pub connect_timeout_ms: u64,
     /// Idle pooled connections to the upstream are closed after this long, milliseconds.
     pub pool_idle_timeout_ms: u64,
-    /// Tool types this upstream accepts in their native Chat Completions form instead of
-    /// as functions. Known: `custom` (OpenAI's `{type:"custom", custom:{…}}`). Default none.
+    /// Tool types this upstream renders natively and returns as typed calls for the gateway
+    /// to execute, instead of functions: `custom` (both APIs), and on a Responses upstream
+    /// `file_search` and `web_search` (the gateway still runs the search). Default none.
     pub native_tools: Vec<String>,
 }
 
@@ -288,6 +294,18 @@ impl Config {
         }
         if let Some(t) = self.upstream.native_tools.iter().find(|t| !NATIVE_TOOL_TYPES.contains(&t.as_str())) {
             anyhow::bail!("upstream.native_tools: '{t}' has no native form here (known: {})", NATIVE_TOOL_TYPES.join(", "));
+        }
+        if let Some(t) = self.upstream.native_tools.iter().find(|t| *t != "custom") {
+            if self.upstream.api != UpstreamApiKind::Responses {
+                anyhow::bail!("upstream.native_tools: '{t}' has a native form only on a Responses upstream (upstream.api = \"responses\")");
+            }
+            let host = parsed.host_str().unwrap_or_default().to_ascii_lowercase();
+            if SELF_EXECUTING_HOSTS.iter().any(|h| if h.starts_with('.') { host.ends_with(h) } else { host == *h }) {
+                anyhow::bail!(
+                    "upstream.native_tools: '{t}' would be executed by this upstream itself, not returned to the gateway; \
+                     declare it as a function (leave it out of native_tools), or use [web_search] backend = \"openai\" for OpenAI's own search"
+                );
+            }
         }
         if self.server.keepalive_interval_ms == 0 || self.upstream.idle_timeout_ms == 0 || self.server.request_read_timeout_ms == 0 {
             anyhow::bail!("server.keepalive_interval_ms, server.request_read_timeout_ms and upstream.idle_timeout_ms must be > 0");

@@ -43,6 +43,13 @@ impl Accumulator {
         }
     }
 
+    /// Sets a reasoning item's `encrypted_content` (it goes out with the item's done event).
+    pub fn set_encrypted_content(&mut self, output_index: usize, encrypted: String) {
+        if let Some(OutputItem::Reasoning { encrypted_content, .. }) = self.response.output.get_mut(output_index) {
+            *encrypted_content = Some(encrypted);
+        }
+    }
+
     /// Applies one event.
     pub fn fold(&mut self, kind: EventKind) {
         let output = &mut self.response.output;

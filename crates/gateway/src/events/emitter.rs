@@ -178,7 +178,7 @@ impl Emitter {
     pub fn reasoning_start(&mut self) -> usize {
         let output_index = self.next_index();
         let id = new_id("rs");
-        let item = OutputItem::Reasoning { id: id.clone(), summary: Vec::new(), content: Vec::new(), status: ItemStatus::InProgress };
+        let item = OutputItem::Reasoning { id: id.clone(), summary: Vec::new(), content: Vec::new(), encrypted_content: None, status: ItemStatus::InProgress };
         self.emit(EventKind::OutputItemAdded { output_index, item });
         self.emit(EventKind::ContentPartAdded {
             item_id: id,
@@ -198,7 +198,7 @@ impl Emitter {
     /// Closes a reasoning item: `reasoning_text.done`, `content_part.done`,
     /// `output_item.done` with `status`.
     pub fn reasoning_done(&mut self, output_index: usize, status: ItemStatus) {
-        let Some(OutputItem::Reasoning { id, summary, content, .. }) = self.acc.item(output_index).cloned() else {
+        let Some(OutputItem::Reasoning { id, summary, content, encrypted_content, .. }) = self.acc.item(output_index).cloned() else {
             return;
         };
         for (content_index, part) in content.iter().enumerate() {
@@ -207,7 +207,12 @@ impl Emitter {
             }
             self.emit(EventKind::ContentPartDone { item_id: id.clone(), output_index, content_index, part: part.clone() });
         }
-        self.emit(EventKind::OutputItemDone { output_index, item: OutputItem::Reasoning { id, summary, content, status } });
+        self.emit(EventKind::OutputItemDone { output_index, item: OutputItem::Reasoning { id, summary, content, encrypted_content, status } });
+    }
+
+    /// Sets the open reasoning item's `encrypted_content` (shown when it is done).
+    pub fn reasoning_encrypted(&mut self, output_index: usize, encrypted: String) {
+        self.acc.set_encrypted_content(output_index, encrypted);
     }
 
     /// Adds an in-progress `function_call` (empty `arguments`). Returns its index.

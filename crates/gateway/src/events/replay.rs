@@ -59,7 +59,7 @@ fn item_events(output_index: usize, item: &OutputItem, out: &mut Vec<EventKind>)
         OutputItem::Reasoning { id, summary, content, .. } => {
             out.push(EventKind::OutputItemAdded {
                 output_index,
-                item: OutputItem::Reasoning { id: id.clone(), summary: summary.clone(), content: Vec::new(), status: ItemStatus::InProgress },
+                item: OutputItem::Reasoning { id: id.clone(), summary: summary.clone(), content: Vec::new(), encrypted_content: None, status: ItemStatus::InProgress },
             });
             for (content_index, part) in content.iter().enumerate() {
                 part_events(id, output_index, content_index, part, out);

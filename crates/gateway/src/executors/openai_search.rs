@@ -10,26 +10,28 @@ use protocol::response::Usage;
 use serde_json::{json, Value};
 
 use super::web_search::{SearchBackend, SearchHit, SearchOutcome, SearchRequest};
+use crate::upstream::responses::Responses;
+use crate::upstream::UpstreamError;
 
-/// A configured upstream Responses endpoint with native web search.
+/// A configured upstream Responses endpoint with native web search: the same Responses
+/// client as a Responses upstream's rounds (`upstream::responses`).
 #[derive(Debug, Clone)]
 pub struct OpenAiSearch {
-    client: reqwest::Client,
-    endpoint: String,
-    api_key: Option<String>,
+    client: Responses,
     model: String,
 }
 
 impl OpenAiSearch {
-    /// `base` is the OpenAI base URL including `/v1`; `model` the search-capable model.
+    /// `base` is the OpenAI base URL including `/v1`; `model` the search-capable model;
+    /// `timeout` bounds the wait for the answer's head and then for its body.
+    /// Errors: `base` is not an http(s) URL, or the HTTP client cannot be built.
     pub fn new(base: &str, api_key: Option<String>, model: String, timeout: Duration) -> anyhow::Result<Self> {
-        crate::crypto::install();
         let parsed = reqwest::Url::parse(base).map_err(|e| anyhow::anyhow!("web_search.openai.url is not a valid URL: {e}"))?;
         if !matches!(parsed.scheme(), "http" | "https") {
             anyhow::bail!("web_search.openai.url must be http or https");
         }
-        let client = reqwest::Client::builder().timeout(timeout).build()?;
-        Ok(OpenAiSearch { client, endpoint: format!("{}/responses", base.trim_end_matches('/')), api_key, model })
+        let client = Responses::new(base, api_key, timeout, timeout.min(Duration::from_secs(10)), Duration::from_secs(4))?;
+        Ok(OpenAiSearch { client, model })
     }
 
     fn body(&self, req: &SearchRequest) -> Value {
@@ -53,19 +55,15 @@ impl OpenAiSearch {
         })
     }
 
+    /// Errors are short texts the model may read: never the URL or the key.
     async fn call(&self, req: &SearchRequest) -> Result<SearchOutcome, String> {
-        let mut rb = self.client.post(&self.endpoint).json(&self.body(req));
-        if let Some(k) = &self.api_key {
-            rb = rb.bearer_auth(k);
-        }
-        let resp = rb.send().await.map_err(|e| {
-            if e.is_timeout() { "the search model timed out".to_string() } else { "the search model is unreachable".to_string() }
+        let v = self.client.create(&self.body(req), &self.model).await.map_err(|e| match e {
+            UpstreamError::Timeout(_) => "the search model timed out".to_string(),
+            UpstreamError::Unreachable(_) => "the search model is unreachable".to_string(),
+            UpstreamError::Status { status, .. } => format!("the search model answered HTTP {status}"),
+            UpstreamError::UnknownModel(_) => "the search model answered HTTP 404".to_string(),
+            UpstreamError::Protocol(_) => "the search model's answer is not JSON".to_string(),
         })?;
-        let status = resp.status();
-        if !status.is_success() {
-            return Err(format!("the search model answered HTTP {}", status.as_u16()));
-        }
-        let v: Value = resp.json().await.map_err(|_| "the search model's answer is not JSON".to_string())?;
         parse(&v).ok_or_else(|| "the search model's answer is not a Responses object".to_string())
     }
 }

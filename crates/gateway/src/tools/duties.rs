@@ -107,6 +107,9 @@ pub struct BindCtx<'a> {
     pub executors: &'a Registry,
     /// `include` values, e.g. `web_search_call.action.sources`.
     pub include: &'a [String],
+    /// The upstream saw the tool in its native form: the call's result goes back to it as
+    /// the type's continuation item ([`Finished::continuation`]).
+    pub native: bool,
 }
 
 impl BindCtx<'_> {
@@ -153,6 +156,10 @@ pub struct Finished {
     /// A private result the tool needs again on replay: `(item id, key)`, the result being
     /// `content` (web search: the item's id and its query).
     pub private: Option<(String, String)>,
+    /// For a call of a natively declared hosted tool: the type's continuation input item
+    /// that goes back to the upstream instead of a function output (contract §4.2, e.g.
+    /// `file_search_call` with `results`), under the call's id.
+    pub continuation: Option<Value>,
 }
 
 /// Duty 4, encode: one bound gateway call. The turn starts every call of a round first,

@@ -18,8 +18,9 @@ use crate::error::GatewayError;
 use crate::events::file_citations::{FileSource, FileSources};
 use crate::events::Emitter;
 use crate::executors::file_search::router::{search_all, ResolveError};
-use crate::executors::file_search::{filters, render::render_for_model, FileHit, FileSearchRequest, VectorStoreBackend};
+use crate::executors::file_search::{filters, render::render_chunk, render::render_for_model, FileHit, FileSearchRequest, VectorStoreBackend};
 use crate::transcript::{Call, Replayed};
+use crate::upstream::NativeTool;
 
 /// The `file_search` tool type.
 #[derive(Debug, Clone, Copy)]
@@ -160,6 +161,10 @@ pub fn declare(decl: &Value, param: &str) -> Result<Declared, ApiError> {
         "max_num_results": max_num_results,
         "ranking_options": ranking_echo,
     });
+    // The native form (for an upstream that renders `file_search` and returns typed calls):
+    // the client's store ids and result cap; filters and ranking stay with the gateway,
+    // which runs the search, and no backend URL or credential is named.
+    let native = NativeTool::hosted("file_search", json!({"type": "file_search", "vector_store_ids": vector_store_ids, "max_num_results": max_num_results}));
     let options = FileSearchOptions { vector_store_ids, max_num_results, filters, ranker, score_threshold, hybrid };
     let entry = ToolEntry {
         name: FUNCTION.to_string(),
@@ -184,7 +189,7 @@ pub fn declare(decl: &Value, param: &str) -> Result<Declared, ApiError> {
                 "required": ["queries"],
             }),
             strict: None,
-            native: None,
+            native: Some(native),
         },
         param: param.to_string(),
         tool: Arc::new(FileSearchTool { options, stores: Arc::default() }),
@@ -261,6 +266,7 @@ impl Tool for FileSearchTool {
             options: self.options.clone(),
             stores: self.stores.clone(),
             include_results: ctx.includes("file_search_call.results"),
+            native: ctx.native,
             search_timeout: ctx.executors.file_search.timeout,
             index: None,
         }))
@@ -274,6 +280,8 @@ struct FileSearchCall {
     options: FileSearchOptions,
     stores: Stores,
     include_results: bool,
+    /// Declared natively upstream: the result goes back as a `file_search_call` item.
+    native: bool,
     /// `file_search.timeout_ms`, besides the call's own timeout.
     search_timeout: Duration,
     /// The `file_search_call` item, once added.
@@ -327,15 +335,35 @@ impl Invocation for FileSearchCall {
             ),
             _ => None,
         };
+        let first = files.list.len() + 1;
         if let Some(hits) = &ran.files {
-            content = render_for_model(&self.queries, hits, files.list.len() + 1);
+            content = render_for_model(&self.queries, hits, first);
             files.list.extend(hits.iter().map(|h| FileSource { file_id: h.file_id.clone(), filename: h.filename.clone() }));
         }
+        let ok = ran.status == RunStatus::Ok;
+        let continuation = self.native.then(|| continuation(&self.call_id, &self.queries, ran.files.as_deref(), first, ok));
         if let Some(idx) = self.index {
-            out.file_search_done(idx, self.queries.clone(), results, ran.status == RunStatus::Ok);
+            out.file_search_done(idx, self.queries.clone(), results, ok);
         }
-        Finished { content, sources: Vec::new(), usage: None, private: None }
+        Finished { content, continuation, ..Finished::default() }
     }
+}
+
+/// The continuation of a native call (contract §4.2): a `file_search_call` under the
+/// call's id with its `queries` and `results`, each result's `text` the chunk as
+/// the function form shows it (headed by its `【N†filename】` marker, numbered from
+/// `first`, defused), so the model cites it the same way.
+fn continuation(call_id: &str, queries: &[String], hits: Option<&[FileHit]>, first: usize, ok: bool) -> Value {
+    let results: Vec<Value> = hits
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            json!({"file_id": h.file_id, "filename": h.filename, "score": h.score, "attributes": h.attributes,
+                "text": render_chunk(first + i, h)})
+        })
+        .collect();
+    json!({"type": "file_search_call", "id": call_id, "queries": queries, "status": if ok { "completed" } else { "failed" }, "results": results})
 }
 
 /// Every query over every store (in parallel, within `timeout`), merged: one chunk (same
@@ -452,7 +480,7 @@ mod duties {
         let entry = set.lookup(FUNCTION).unwrap();
         assert_eq!((entry.owner, entry.call_item(), entry.param.as_str()), (Owner::Gateway, CallItem::Hosted, "tools[1]"));
         let include = ["file_search_call.results".to_string()];
-        let mut call = entry.tool.bind("c1", &json!({"queries":[" alpha ", ""]}), &BindCtx { executors: &registry, include: &include }).unwrap();
+        let mut call = entry.tool.bind("c1", &json!({"queries":[" alpha ", ""]}), &BindCtx { executors: &registry, include: &include, native: false }).unwrap();
         assert_eq!(call.labels(), ("file_search", "embedded".to_string()));
         let (mut out, recorder) = recording();
         call.start(&mut out);

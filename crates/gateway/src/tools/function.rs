@@ -160,7 +160,7 @@ mod duties {
         assert_eq!((entry.owner, entry.call_item()), (Owner::Client, CallItem::Function));
         assert_eq!(entry.upstream.strict, Some(true));
         assert!(!entry.upstream.is_native(), "a function has no other form");
-        let bound = entry.tool.bind("c1", &json!({"city":"Paris"}), &BindCtx { executors: &registry, include: &[] });
+        let bound = entry.tool.bind("c1", &json!({"city":"Paris"}), &BindCtx { executors: &registry, include: &[], native: false });
         assert!(bound.is_err(), "client calls are returned, never run");
         let item: InputItem = serde_json::from_value(json!({"type":"function_call","call_id":"c1","name":"f","namespace":"ns","arguments":" "})).unwrap();
         let r = FunctionType.replay(&item, &mut Vec::new()).unwrap();

@@ -119,7 +119,7 @@ impl Invocation for ServerCall {
         }
         let status = if ran.status == RunStatus::Ok { ItemStatus::Completed } else { ItemStatus::Incomplete };
         out.custom_call_output(self.call_id.clone(), ran.content.clone(), status);
-        Finished { content: ran.content, sources: Vec::new(), usage: ran.usage, private: None }
+        Finished { content: ran.content, usage: ran.usage, ..Finished::default() }
     }
 }
 
@@ -151,7 +151,7 @@ mod duties {
         assert_eq!((entry.owner, entry.is_custom()), (Owner::Gateway, true));
         assert!(entry.upstream.description.as_deref().unwrap_or("").starts_with("Report the installed version"));
         assert!(entry.upstream.is_native());
-        let mut call = entry.tool.bind("c1", &json!({"input":"tokio"}), &BindCtx { executors: &registry, include: &[] }).unwrap();
+        let mut call = entry.tool.bind("c1", &json!({"input":"tokio"}), &BindCtx { executors: &registry, include: &[], native: false }).unwrap();
         assert_eq!(call.labels(), ("custom", "package_version".to_string()));
         let (mut out, recorder) = recording();
         call.start(&mut out);

@@ -19,6 +19,7 @@ use crate::events::file_citations::{FileSource, FileSources};
 use crate::events::Emitter;
 use crate::executors::web_search::{refine, render_for_model, SearchBackend, SearchRequest};
 use crate::transcript::{Call, Replayed};
+use crate::upstream::NativeTool;
 
 /// The model-visible name of the gateway's web search function.
 pub const WEB_SEARCH_FUNCTION: &str = "web_search";
@@ -152,6 +153,12 @@ pub fn declare(decl: &Value, param: &str, kind: &str, ctx: &DeclareCtx<'_>) -> R
     if let Some(t) = decl.get("search_content_types") {
         echo["search_content_types"] = t.clone();
     }
+    // The native form: the declared type with its context size and location; domain filters
+    // and cache-only mode stay with the gateway, which runs the search.
+    let mut native = json!({"type": kind, "search_context_size": context_size});
+    if let Some(loc) = &user_location {
+        native["user_location"] = loc.clone();
+    }
     let options = WebSearchOptions { declared_type: kind.to_string(), context_size, allowed_domains, user_location, external_web_access };
     let entry = ToolEntry {
         name: WEB_SEARCH_FUNCTION.to_string(),
@@ -170,7 +177,7 @@ pub fn declare(decl: &Value, param: &str, kind: &str, ctx: &DeclareCtx<'_>) -> R
                 "required": ["query"],
             }),
             strict: None,
-            native: None,
+            native: Some(NativeTool::hosted("web_search", native)),
         },
         param: param.to_string(),
         tool: Arc::new(WebSearchTool { options }),
@@ -207,6 +214,7 @@ impl Tool for WebSearchTool {
             request: self.options.request(query),
             backend,
             include_sources: ctx.includes("web_search_call.action.sources"),
+            native: ctx.native,
             index: None,
         }))
     }
@@ -218,6 +226,8 @@ struct WebSearchCall {
     request: SearchRequest,
     backend: Arc<dyn SearchBackend>,
     include_sources: bool,
+    /// Declared natively upstream: the result goes back as a `web_search_call` item.
+    native: bool,
     /// The `web_search_call` item, once added.
     index: Option<usize>,
 }
@@ -261,10 +271,18 @@ impl Invocation for WebSearchCall {
     fn finish(self: Box<Self>, ran: Ran, out: &mut Emitter, _files: &mut FileSources) -> Finished {
         let Some(idx) = self.index else { return Finished { content: ran.content, ..Finished::default() } };
         let query = self.request.query;
-        let sources = self.include_sources.then(|| ran.sources.iter().map(|s| UrlSource { kind: "url".into(), url: s.url.clone() }).collect());
+        let ok = ran.status == RunStatus::Ok;
+        let url_sources = || ran.sources.iter().map(|s| UrlSource { kind: "url".into(), url: s.url.clone() }).collect::<Vec<_>>();
+        let sources = self.include_sources.then(url_sources);
+        // The continuation of a native call: the typed item under the call's id,
+        // with every source (the Responses item has no field for the results' text).
+        let continuation = self.native.then(|| {
+            let action = WebSearchAction { kind: "search".into(), query: query.clone(), queries: vec![query.clone()], sources: Some(url_sources()) };
+            json!({"type": "web_search_call", "id": self.call_id, "status": if ok { "completed" } else { "failed" }, "action": action})
+        });
         let action = WebSearchAction { kind: "search".into(), query: query.clone(), queries: vec![query.clone()], sources };
-        out.web_search_done(idx, action, ran.status == RunStatus::Ok);
-        Finished { content: ran.content, sources: ran.sources, usage: ran.usage, private: Some((out.item_id(idx), query)) }
+        out.web_search_done(idx, action, ok);
+        Finished { content: ran.content, sources: ran.sources, usage: ran.usage, private: Some((out.item_id(idx), query)), continuation }
     }
 }
 
@@ -341,7 +359,7 @@ mod duties {
         assert_eq!(entry.upstream.parameters["required"], json!(["query"]));
         assert!(entry.tool.choice_types().contains(&"web_search"));
         let include = ["web_search_call.action.sources".to_string()];
-        let mut call = entry.tool.bind("c1", &json!({"query":"rust"}), &BindCtx { executors: &registry, include: &include }).unwrap();
+        let mut call = entry.tool.bind("c1", &json!({"query":"rust"}), &BindCtx { executors: &registry, include: &include, native: false }).unwrap();
         assert_eq!(call.labels(), ("web_search", "test".to_string()));
         let (mut out, recorder) = recording();
         call.start(&mut out);

@@ -37,6 +37,24 @@ pub trait ToolReplay {
     fn private_result_id<'i>(&self, item: &'i InputItem) -> Option<&'i str>;
 }
 
+/// The reasoning item a client replayed, as it goes back to a Responses upstream: `type`,
+/// `id`, `summary`, `content` and `encrypted_content` (nothing else of the client's); `None`
+/// when it holds neither `encrypted_content` nor reasoning text.
+fn replayed_reasoning(r: &serde_json::Value) -> Option<serde_json::Value> {
+    let encrypted = r.get("encrypted_content").filter(|e| e.as_str().is_some_and(|s| !s.is_empty()));
+    let content = r.get("content").filter(|c| c.as_array().is_some_and(|a| !a.is_empty()));
+    if encrypted.is_none() && content.is_none() {
+        return None;
+    }
+    let mut item = serde_json::json!({"type": "reasoning", "summary": r.get("summary").filter(|s| s.is_array()).cloned().unwrap_or(serde_json::json!([]))});
+    for (key, value) in [("id", r.get("id").filter(|i| i.is_string())), ("content", content), ("encrypted_content", encrypted)] {
+        if let Some(v) = value {
+            item[key] = v.clone();
+        }
+    }
+    Some(item)
+}
+
 /// Builds the transcript. Errors (400): nothing for the model (no entry, no instructions),
 /// a tool output whose `call_id` matches no earlier
 /// call or repeats one, a call with no output (`No tool output found for function call …`),
@@ -113,7 +131,15 @@ pub fn build(
                 after_output = !server_calls.contains(call_id.as_str());
                 t.push_tool_result(call_id, content);
             }
-            InputItem::Reasoning(_) | InputItem::Other { .. } => {}
+            // A reasoning item that carries the upstream's reasoning (`encrypted_content`,
+            // or its text) goes back to a Responses upstream as the client gave it; a chat
+            // upstream never sees it. Others are dropped.
+            InputItem::Reasoning(r) => {
+                if let Some(item) = replayed_reasoning(r) {
+                    t.entries.push(Entry::Upstream(item));
+                }
+            }
+            InputItem::Other { .. } => {}
             InputItem::ItemReference { id } => {
                 return Err(ApiError::invalid(
                     param,
@@ -150,7 +176,7 @@ pub fn build(
     }
     t.system_messages = system;
     // Chat servers refuse an empty conversation: say so here, naming the request's part.
-    if t.entries.is_empty() && t.instructions.is_none() && t.system_messages.is_empty() {
+    if t.entries.iter().all(|e| matches!(e, Entry::Upstream(_))) && t.instructions.is_none() && t.system_messages.is_empty() {
         return Err(ApiError::invalid(
             Some("input".to_string()),
             "Invalid 'input': there is nothing to send to the model (no message, no instructions).",
@@ -325,7 +351,7 @@ pub(crate) mod tests {
     }
 
     fn result(id: &str) -> Entry {
-        Entry::ToolResult { call_id: id.into(), content: format!("r{id}") }
+        Entry::ToolResult { call_id: id.into(), content: format!("r{id}"), continuation: None }
     }
 
     fn user(text: &str) -> Entry {
@@ -452,8 +478,8 @@ pub(crate) mod tests {
             Entry::Assistant { text: String::new(), calls: vec![
                 Call { call_id: "c1".into(), name: "view_image".into(), arguments: "{}".into() },
                 Call { call_id: "c2".into(), name: "ls".into(), arguments: "{}".into() }] },
-            Entry::ToolResult { call_id: "c1".into(), content: "the screenshot\n[image: in the next user message]\n[image omitted]".into() },
-            Entry::ToolResult { call_id: "c2".into(), content: "a.txt".into() },
+            Entry::ToolResult { call_id: "c1".into(), content: "the screenshot\n[image: in the next user message]\n[image omitted]".into(), continuation: None },
+            Entry::ToolResult { call_id: "c2".into(), content: "a.txt".into(), continuation: None },
             Entry::User(vec![
                 UserPart::Text("The image(s) returned by tool call c1:".into()),
                 UserPart::Image { url: img.into(), detail: Some("low".into()) }]),

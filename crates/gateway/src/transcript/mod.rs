@@ -37,7 +37,15 @@ pub struct Call {
 pub enum Entry {
     User(Vec<UserPart>),
     Assistant { text: String, calls: Vec<Call> },
-    ToolResult { call_id: String, content: String },
+    /// A call's result: the text the model reads and, for a call of a natively declared
+    /// hosted tool, the typed item that goes back to a Responses upstream instead
+    /// (`file_search_call` with `results`; see `tools::Finished::continuation`).
+    ToolResult {
+        call_id: String,
+        content: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        continuation: Option<serde_json::Value>,
+    },
     /// An upstream's own item (a Responses upstream's reasoning), sent back only to an
     /// upstream of that API, as it came.
     Upstream(serde_json::Value),
@@ -126,14 +134,19 @@ impl Transcript {
     /// The content of the tool result answering `call_id`, if any.
     pub fn tool_result(&self, call_id: &str) -> Option<&str> {
         self.entries.iter().rev().find_map(|e| match e {
-            Entry::ToolResult { call_id: id, content } if id == call_id => Some(content.as_str()),
+            Entry::ToolResult { call_id: id, content, .. } if id == call_id => Some(content.as_str()),
             _ => None,
         })
     }
 
     /// Appends a tool result.
     pub fn push_tool_result(&mut self, call_id: String, content: String) {
-        self.entries.push(Entry::ToolResult { call_id, content });
+        self.entries.push(Entry::ToolResult { call_id, content, continuation: None });
+    }
+
+    /// Appends a tool result with its typed continuation item, if any.
+    pub fn push_tool_result_with(&mut self, call_id: String, content: String, continuation: Option<serde_json::Value>) {
+        self.entries.push(Entry::ToolResult { call_id, content, continuation });
     }
 
     /// Removes the unanswered calls `unanswered` (ids, in call order) when they all belong to
@@ -176,7 +189,7 @@ impl Transcript {
             self.entries.push(Entry::Assistant { text: String::new(), calls: vec![call] });
             return;
         }
-        let last_assistant = self.entries.iter().rposition(|e| !matches!(e, Entry::ToolResult { .. }));
+        let last_assistant = self.entries.iter().rposition(|e| !matches!(e, Entry::ToolResult { .. } | Entry::Upstream(_)));
         match last_assistant.map(|i| &mut self.entries[i]) {
             Some(Entry::Assistant { calls, .. }) => calls.push(call),
             _ => self.entries.push(Entry::Assistant { text: String::new(), calls: vec![call] }),

@@ -22,6 +22,8 @@ use crate::turn::observer::{ToolOutcome, ToolReport, TurnInfo, TurnObserver};
 pub struct ToolResult {
     pub call_id: String,
     pub content: String,
+    /// The typed continuation item of a natively declared hosted tool's call.
+    pub continuation: Option<Value>,
 }
 
 /// The results of one round's gateway calls.
@@ -133,7 +135,7 @@ pub async fn run_calls(
         if let Some((item_id, key)) = finished.private {
             out.private.push((item_id, call_id.clone(), key));
         }
-        out.results.push(ToolResult { call_id, content: finished.content });
+        out.results.push(ToolResult { call_id, content: finished.content, continuation: finished.continuation });
     }
     out
 }

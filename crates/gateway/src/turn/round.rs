@@ -44,6 +44,8 @@ pub struct Round {
     leading_space: String,
     pub calls: Vec<PendingCall>,
     pub finish: Option<FinishReason>,
+    /// Show the upstream's `encrypted_content` on the reasoning items.
+    show_encrypted: bool,
     /// The upstream's own items of this round (a Responses upstream's reasoning): they go
     /// into the history before the round's assistant entry, for that upstream only.
     pub upstream_items: Vec<serde_json::Value>,
@@ -60,6 +62,13 @@ impl Round {
     /// A round; `last`: sent without tools; `single_call`: `parallel_tool_calls: false`.
     pub fn new(last: bool, single_call: bool) -> Self {
         Round { last, single_call, ..Round::default() }
+    }
+
+    /// The same round, showing the upstream's encrypted reasoning on the client's
+    /// reasoning items (the request's `include` has `reasoning.encrypted_content`).
+    pub fn with_encrypted_reasoning(mut self, show: bool) -> Self {
+        self.show_encrypted = show;
+        self
     }
 
     /// Applies one upstream event. `files` are the turn's file-search chunks: with file
@@ -183,7 +192,24 @@ impl Round {
                 }
             }
             UpstreamEvent::Finish(r) => self.finish = Some(r),
-            UpstreamEvent::OpaqueItem(item) => self.upstream_items.push(item),
+            UpstreamEvent::OpaqueItem(item) => {
+                if let Some(enc) = item.get("encrypted_content").and_then(serde_json::Value::as_str).filter(|_| self.show_encrypted) {
+                    // On the reasoning item that streams, or (reasoning that came encrypted
+                    // only) on one of its own.
+                    let idx = match self.reasoning {
+                        Some(idx) => idx,
+                        None => {
+                            self.close_streamed_calls(tools, emitter);
+                            self.end_message_early(emitter, sources);
+                            let idx = emitter.reasoning_start();
+                            self.reasoning = Some(idx);
+                            idx
+                        }
+                    };
+                    emitter.reasoning_encrypted(idx, enc.to_string());
+                }
+                self.upstream_items.push(item)
+            }
             UpstreamEvent::Usage(u) => usage.add(&u),
         }
     }

@@ -76,7 +76,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
     let info = TurnInfo { response_id: emitter.response().id.clone(), model: turn.upstream_model.clone() };
     let mut first_token = false;
     let Prepared { upstream_model, mut transcript, tools, mut sampling, max_output_tokens, max_tool_calls, include, executors, cancel, .. } = turn;
-    let bind_ctx = BindCtx { executors: &executors, include: &include };
+    let bind_ctx = BindCtx { executors: &executors, include: &include, native: false };
     let observed = Observed { observer, info: &info };
     // Chunks shown in earlier turns keep their numbers; this turn's continue after them.
     let mut files = FileSources { enabled: tools.cites_files(), list: std::mem::take(&mut transcript.file_sources) };
@@ -110,7 +110,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
         // the last round, dropped).
         let restricted = tools.restricted_to(&declared);
         let offered = restricted.as_ref().unwrap_or(&tools);
-        let mut round = Round::new(last, sampling.parallel_tool_calls == Some(false));
+        let mut round = Round::new(last, sampling.parallel_tool_calls == Some(false)).with_encrypted_reasoning(sampling.encrypted_reasoning);
         observer.round_started(&info, round_no);
         done_ctx.rounds = round_no + 1;
         let round_start = Instant::now();
@@ -189,7 +189,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
                 call.arguments = arguments_from_input(&call.final_text(true, emitter));
             }
             transcript_calls.push(Call { call_id: call.call_id.clone(), name: call.name.clone(), arguments: call.arguments.clone() });
-            let reject = |content: String| ToolResult { call_id: call.call_id.clone(), content };
+            let reject = |content: String| ToolResult { call_id: call.call_id.clone(), content, continuation: None };
             match offered.lookup(&call.name) {
                 None => answers.push(reject(format!(
                     "error: there is no tool named '{}'. Use one of the declared tools or answer directly.",
@@ -201,7 +201,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
                     Ok(_) if max_tool_calls.is_some_and(|cap| executed >= cap) => answers.push(reject(
                         "error: max_tool_calls reached; this call was not executed. Answer with what you have.".into(),
                     )),
-                    Ok(args) => match entry.tool.bind(&call.call_id, &args, &bind_ctx) {
+                    Ok(args) => match entry.tool.bind(&call.call_id, &args, &BindCtx { native: entry.upstream.is_native(), ..bind_ctx }) {
                         Ok(invocation) => {
                             executed += 1;
                             gateway.push(invocation);
@@ -226,7 +226,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
         let order: Vec<String> = round.calls.iter().map(|c| c.call_id.clone()).collect();
         all.sort_by_key(|r| order.iter().position(|id| *id == r.call_id).unwrap_or(usize::MAX));
         for r in all {
-            transcript.push_tool_result(r.call_id, r.content);
+            transcript.push_tool_result_with(r.call_id, r.content, r.continuation);
         }
         // Client calls are surfaced after the gateway calls ran; they end the turn.
         if !client.is_empty() {

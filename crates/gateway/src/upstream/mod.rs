@@ -83,7 +83,24 @@ pub struct NativeTool {
     pub declaration: Value,
 }
 
+/// Hosted tool types an upstream may render natively and return as typed calls for the
+/// gateway to execute (`file_search_call`, `web_search_call`), with the output item type of
+/// their calls.
+pub const HOSTED_NATIVE: [(&str, &str); 2] = [("file_search", "file_search_call"), ("web_search", "web_search_call")];
+
 impl NativeTool {
+    /// A hosted tool's native declaration (`tool_type` is `file_search` or `web_search`):
+    /// `declaration` is the Responses one, stripped of what belongs to the gateway.
+    pub fn hosted(tool_type: &str, declaration: Value) -> NativeTool {
+        NativeTool { tool_type: tool_type.to_string(), declaration }
+    }
+
+    /// The output item type of this tool's typed calls (`file_search_call`,
+    /// `web_search_call`), for a hosted type; `None` for `custom`.
+    pub fn call_item_type(&self) -> Option<&'static str> {
+        HOSTED_NATIVE.iter().find(|(t, _)| *t == self.tool_type).map(|(_, item)| *item)
+    }
+
     /// A custom tool's native declaration: the Responses one (contract §2) under its
     /// model-visible `name`, `{type:"custom", name, description?, format}`.
     pub fn custom(name: &str, description: Option<&str>, format: &Value) -> NativeTool {

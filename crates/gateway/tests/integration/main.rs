@@ -17,6 +17,7 @@ mod failures;
 mod file_search;
 mod fuzz;
 mod layering;
+mod native_tools;
 mod observer;
 mod hybrid_search;
 mod responses;

@@ -167,3 +167,41 @@ async fn reasoning_items_go_back_to_the_responses_upstream() {
     h.post(json!({"model":"m","input":"x"})).await;
     assert!(h.upstream.requests()[3].body.get("include").is_none());
 }
+
+/// A `store: false` client (as Codex) replays the output items itself: the reasoning item
+/// the client got carries the upstream's `encrypted_content` (asked for by `include`), and
+/// goes back to the upstream with it; without the include the item has none.
+#[tokio::test]
+async fn replayed_reasoning_items_go_back_with_their_encrypted_content() {
+    let h = on_responses().await;
+    let tools = json!([{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]);
+    h.upstream.push(Script::tool_call("get_weather", r#"{"city":"Paris"}"#).reasoning(&["need ", "weather"]));
+    let s = h.stream(json!({"model":"m","input":"weather?","store":false,"include":["reasoning.encrypted_content"],"tools":tools})).await;
+    assert_eq!(s.terminal_type(), "response.completed", "{}", s.raw);
+    let first = s.response.clone();
+    assert_eq!(types(&first), ["reasoning", "function_call"]);
+    let reasoning = first["output"][0].clone();
+    let encrypted = reasoning["encrypted_content"].as_str().unwrap().to_string();
+    assert!(encrypted.starts_with("enc_rs_"), "{reasoning}");
+    assert!(reasoning["id"].as_str().unwrap().starts_with("rs_"));
+    let done = s.of_type("response.output_item.done").into_iter().find(|e| e["item"]["type"] == "reasoning").unwrap().clone();
+    assert_eq!(done["item"]["encrypted_content"], encrypted.as_str(), "streamed on the item's done event");
+    // The replay: the output items, then the call's output.
+    let call = first["output"][1].clone();
+    let mut input: Vec<Value> = vec![json!({"role":"user","content":"weather?"})];
+    input.extend(first["output"].as_array().unwrap().iter().cloned());
+    input.push(json!({"type":"function_call_output","call_id":call["call_id"],"output":"sunny"}));
+    h.upstream.push(Script::text(&["Sunny."]));
+    let (status, second) = h.post(json!({"model":"m","input":input,"store":false,"include":["reasoning.encrypted_content"],"tools":tools})).await;
+    assert_eq!(status, 200, "{second}");
+    let up = h.upstream.requests()[1].body["input"].clone();
+    let kinds: Vec<&str> = up.as_array().unwrap().iter().map(|i| i["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["message", "reasoning", "function_call", "function_call_output"], "{up}");
+    assert_eq!(up[1]["encrypted_content"], encrypted.as_str());
+    assert_eq!(up[1]["content"][0]["text"], "need weather");
+    assert!(up[1].get("status").is_none(), "only the reasoning's own fields: {}", up[1]);
+    // Without the include: no encrypted content on the client's item.
+    h.upstream.push(Script::text(&["ok"]).reasoning(&["hm"]));
+    let (_, plain) = h.post(json!({"model":"m","input":"x","store":false})).await;
+    assert!(plain["output"][0].get("encrypted_content").is_none(), "{plain}");
+}

@@ -26,10 +26,16 @@ pub fn render_for_model(queries: &[String], hits: &[FileHit], first: usize) -> S
         s.push_str("No results.\n");
     }
     for (i, h) in hits.iter().enumerate() {
-        s.push_str(&format!("【{}†{}】\n{}\n\n", first + i, defuse(&h.filename), defuse(h.text.trim())));
+        s.push_str(&render_chunk(first + i, h));
+        s.push_str("\n\n");
     }
     s.push_str(&format!("</{FENCE}>"));
     s
+}
+
+/// One chunk as the model reads it: `【n†filename】`, a line break, the defused text.
+pub fn render_chunk(n: usize, h: &FileHit) -> String {
+    format!("【{n}†{}】\n{}", defuse(&h.filename), defuse(h.text.trim()))
 }
 
 #[cfg(test)]

@@ -240,7 +240,7 @@ impl Serialize for Message<'_> {
                     m.serialize_entry("tool_calls", &Calls { calls, native: self.native })?;
                 }
             }
-            Entry::ToolResult { call_id, content } => {
+            Entry::ToolResult { call_id, content, .. } => {
                 m.serialize_entry("role", "tool")?;
                 m.serialize_entry("tool_call_id", call_id)?;
                 m.serialize_entry("content", content)?;
@@ -332,8 +332,8 @@ mod tests {
                         Call { call_id: "c2".into(), name: "sql".into(), arguments: "{\"input\":\"SELECT 1\"}".into() },
                     ],
                 },
-                Entry::ToolResult { call_id: "c1".into(), content: "sunny".into() },
-                Entry::ToolResult { call_id: "c2".into(), content: "1".into() },
+                Entry::ToolResult { call_id: "c1".into(), content: "sunny".into(), continuation: None },
+                Entry::ToolResult { call_id: "c2".into(), content: "1".into(), continuation: None },
             ],
             file_sources: Vec::new(),
             private_results: Vec::new(),

@@ -44,10 +44,21 @@ impl Responses {
         self
     }
 
+    /// One non-streamed `POST {base}/responses` with `body` (which names `model`), the
+    /// answer's Response object as JSON: the private calls an executor makes (the `openai`
+    /// web-search backend) go through the same client as the rounds. Errors as for
+    /// [`Responses::stream`]; an answer that is not JSON is a `Protocol` error.
+    pub async fn create(&self, body: &Value, model: &str) -> Result<Value, UpstreamError> {
+        let bytes = serde_json::to_vec(body).map_err(|e| UpstreamError::Protocol(format!("could not encode the request: {e}")))?;
+        let resp = self.http.post_round(&self.url, Bytes::from(bytes), model).await?;
+        let answer = self.http.body(resp).await?;
+        serde_json::from_slice(&answer).map_err(|_| UpstreamError::Protocol("the answer is not JSON".into()))
+    }
+
     /// Starts one streamed round. An answer that is not an event stream is a `Protocol`
     /// error (the request asks for `stream: true`).
     pub async fn stream(&self, req: &RoundRequest<'_>) -> Result<SseRound<ResponsesParser>, UpstreamError> {
-        let body = serde_json::to_vec(&request::body(req)).map_err(|e| UpstreamError::Protocol(format!("could not encode the request: {e}")))?;
+        let body = request::encode(req).map_err(|e| UpstreamError::Protocol(format!("could not encode the request: {e}")))?;
         let resp = self.http.post_round(&self.url, Bytes::from(body), req.model).await?;
         let is_stream = resp
             .headers()
@@ -57,7 +68,7 @@ impl Responses {
         if !is_stream {
             return Err(UpstreamError::Protocol("the upstream answered a streamed request without an event stream".into()));
         }
-        Ok(SseRound::with_parser(resp.bytes_stream(), self.http.idle(), ResponsesParser::default()).with_secrets(self.http.secrets()))
+        Ok(SseRound::with_parser(resp.bytes_stream(), self.http.idle(), ResponsesParser::for_round(req)).with_secrets(self.http.secrets()))
     }
 }
 
@@ -76,7 +87,7 @@ impl ModelClient for Responses {
 }
 
 /// Events that carry nothing the turn needs (the turn builds its own items).
-const QUIET: [&str; 12] = [
+const QUIET: [&str; 18] = [
     "response.created",
     "response.in_progress",
     "response.queued",
@@ -89,6 +100,13 @@ const QUIET: [&str; 12] = [
     "response.reasoning_summary_part.added",
     "response.reasoning_summary_part.done",
     "response.function_call_arguments.done",
+    // A typed call's progress: the gateway runs the search and emits its own.
+    "response.file_search_call.in_progress",
+    "response.file_search_call.searching",
+    "response.file_search_call.completed",
+    "response.web_search_call.in_progress",
+    "response.web_search_call.searching",
+    "response.web_search_call.completed",
 ];
 
 /// What a Responses stream's events mean. A call's fragments are keyed by its item id (or,
@@ -104,6 +122,20 @@ pub struct ResponsesParser {
     items: usize,
     /// An unknown event type was logged (once per round).
     logged_unknown: bool,
+    /// `(item type, model-visible name)` of the hosted tools declared natively this round:
+    /// a typed call of that item type (`file_search_call`) is a call of that tool.
+    hosted: Vec<(&'static str, String)>,
+}
+
+/// What kind of call an item is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CallKind {
+    Function,
+    /// A native custom call: its input is re-encoded as `{"input": …}`.
+    Custom,
+    /// A typed call of a natively declared hosted tool: its arguments come from the
+    /// finished item (`queries`, `action.query`).
+    Hosted,
 }
 
 /// A call item of the round.
@@ -113,11 +145,21 @@ struct SeenCall {
     index: usize,
     /// An argument (or input) delta came.
     delta: bool,
-    custom: bool,
+    kind: CallKind,
     closed: bool,
 }
 
 impl ResponsesParser {
+    /// A parser for `req`'s round, knowing its natively declared hosted tools.
+    pub fn for_round(req: &RoundRequest<'_>) -> ResponsesParser {
+        let hosted = req
+            .tools
+            .iter()
+            .filter_map(|t| Some((t.native.as_ref()?.call_item_type()?, t.name.clone())))
+            .collect();
+        ResponsesParser { hosted, ..ResponsesParser::default() }
+    }
+
     /// The call an event is about: by its item id, else its `output_index`, else the
     /// latest call.
     fn call(&mut self, id: Option<&str>, index: Option<usize>) -> Option<&mut SeenCall> {
@@ -169,6 +211,33 @@ struct Item<'a> {
     arguments: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     input: Option<Cow<'a, str>>,
+    /// A `file_search_call`'s queries.
+    #[serde(borrow, default)]
+    queries: Option<Vec<Cow<'a, str>>>,
+    /// A `web_search_call`'s action.
+    #[serde(borrow, default)]
+    action: Option<Action<'a>>,
+}
+
+/// A `web_search_call`'s action: its query (or queries).
+#[derive(Deserialize, Default)]
+struct Action<'a> {
+    #[serde(borrow, default)]
+    query: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    queries: Option<Vec<Cow<'a, str>>>,
+}
+
+/// The function-form arguments of a hosted tool's typed call, from its finished item:
+/// `{"queries": […]}` for a file search, `{"query": "…"}` for a web search.
+fn hosted_arguments(item: &Item<'_>) -> String {
+    if item.kind.as_deref() == Some("web_search_call") {
+        let action = item.action.as_ref();
+        let query = action.and_then(|a| a.query.as_deref().or_else(|| a.queries.as_ref()?.first().map(|q| q.as_ref())));
+        return serde_json::json!({"query": query.unwrap_or_default()}).to_string();
+    }
+    let queries: Vec<&str> = item.queries.iter().flatten().map(|q| q.as_ref()).collect();
+    serde_json::json!({"queries": queries}).to_string()
 }
 
 /// A Response's fields the parser reads (terminal events); `output` is skipped unread.
@@ -199,6 +268,11 @@ fn json_inner(s: &str) -> String {
 
 impl SseParser for ResponsesParser {
     fn parse(&mut self, event: Option<&str>, data: &str, out: &mut VecDeque<UpstreamEvent>) -> Result<bool, UpstreamError> {
+        // An event the turn does not use, named by its `event:` line, is not read at all
+        // (`response.created` carries a whole Response).
+        if event.is_some_and(|e| QUIET.contains(&e)) {
+            return Ok(false);
+        }
         let v: Event<'_> = serde_json::from_str(data).map_err(|_| UpstreamError::Protocol("malformed event".into()))?;
         let kind = v.kind.as_deref().or(event).unwrap_or_default();
         let delta = || v.delta.as_deref().unwrap_or_default().to_string();
@@ -210,22 +284,31 @@ impl SseParser for ResponsesParser {
                 let index = v.output_index.unwrap_or(self.items);
                 self.items += 1;
                 let Some(item) = &v.item else { return Ok(false) };
-                let custom = match item.kind.as_deref() {
-                    Some("function_call") => false,
-                    Some("custom_tool_call") => true,
-                    _ => return Ok(false),
-                };
                 let owned = |f: &Option<Cow<'_, str>>| f.as_deref().map(str::to_string);
+                let (kind, call_id, name) = match item.kind.as_deref() {
+                    Some("function_call") => (CallKind::Function, owned(&item.call_id), owned(&item.name)),
+                    Some("custom_tool_call") => (CallKind::Custom, owned(&item.call_id), owned(&item.name)),
+                    Some(t) => match self.hosted.iter().find(|(item_type, _)| *item_type == t) {
+                        // A typed call has no call id: its item id names it.
+                        Some((_, name)) => (CallKind::Hosted, owned(&item.id), Some(name.clone())),
+                        None if t.ends_with("_call") => {
+                            tracing::warn!(item = ?t, "the upstream sent a typed call of a tool not declared to it natively; ignored");
+                            return Ok(false);
+                        }
+                        None => return Ok(false),
+                    },
+                    None => return Ok(false),
+                };
                 let item_id = owned(&item.id).unwrap_or_default();
-                self.calls.push(SeenCall { item_id, index, delta: false, custom, closed: false });
-                let opening = custom.then(|| "{\"input\":\"".to_string());
-                out.push_back(UpstreamEvent::ToolCall { index, id: owned(&item.call_id), name: owned(&item.name), arguments: opening });
+                self.calls.push(SeenCall { item_id, index, delta: false, kind, closed: false });
+                let opening = (kind == CallKind::Custom).then(|| "{\"input\":\"".to_string());
+                out.push_back(UpstreamEvent::ToolCall { index, id: call_id, name, arguments: opening });
             }
             "response.function_call_arguments.delta" | "response.custom_tool_call_input.delta" => {
                 let Some(call) = self.call(v.item_id.as_deref(), v.output_index) else { return Ok(false) };
                 call.delta = true;
                 let piece = v.delta.as_deref().unwrap_or_default();
-                let arguments = if call.custom { json_inner(piece) } else { piece.to_string() };
+                let arguments = if call.kind == CallKind::Custom { json_inner(piece) } else { piece.to_string() };
                 out.push_back(UpstreamEvent::ToolCall { index: call.index, id: None, name: None, arguments: Some(arguments) });
             }
             "response.output_item.done" if v.item.as_ref().is_some_and(|i| i.kind.as_deref() == Some("reasoning")) => {
@@ -241,7 +324,9 @@ impl SseParser for ResponsesParser {
                 let Some(call) = self.call(id, v.output_index).filter(|c| !c.closed) else { return Ok(false) };
                 call.closed = true;
                 let index = call.index;
-                if call.custom {
+                if call.kind == CallKind::Hosted {
+                    out.push_back(UpstreamEvent::ToolCall { index, id: None, name: None, arguments: Some(hosted_arguments(&item)) });
+                } else if call.kind == CallKind::Custom {
                     // The input, when it came only with the finished item, then the closing.
                     let mut rest = if call.delta { String::new() } else { json_inner(input) };
                     rest.push_str("\"}");
@@ -387,6 +472,43 @@ mod tests {
         assert_eq!(
             args,
             vec![(0, None), (0, Some("{\"x\":".into())), (1, None), (1, Some("{}".into())), (0, Some("1}".into()))]
+        );
+    }
+
+    /// A typed call of a hosted tool declared natively is a call of that tool, named by its
+    /// model-visible name, its arguments the function form's from the finished item; the
+    /// typed call's progress events are not read; a typed call of an undeclared type is
+    /// ignored.
+    #[test]
+    fn typed_calls_of_native_hosted_tools_become_calls() {
+        let mut p = ResponsesParser { hosted: vec![("file_search_call", "file_search".into()), ("web_search_call", "web_search".into())], ..ResponsesParser::default() };
+        let mut out = VecDeque::new();
+        for (event, data) in [
+            (None, r#"{"type":"response.output_item.added","output_index":0,"item":{"id":"fs_1","type":"file_search_call","queries":[],"status":"in_progress"}}"#),
+            (Some("response.file_search_call.searching"), "{not even json"),
+            (None, r#"{"type":"response.output_item.done","output_index":0,"item":{"id":"fs_1","type":"file_search_call","queries":["a \"b\"","c"],"status":"completed"}}"#),
+            (None, r#"{"type":"response.output_item.added","output_index":1,"item":{"id":"ws_1","type":"web_search_call","status":"in_progress"}}"#),
+            (None, r#"{"type":"response.output_item.done","output_index":1,"item":{"id":"ws_1","type":"web_search_call","status":"completed","action":{"type":"search","queries":["rust"]}}}"#),
+            (None, r#"{"type":"response.output_item.added","output_index":2,"item":{"id":"ci_1","type":"code_interpreter_call"}}"#),
+            (None, r#"{"type":"response.completed","response":{}}"#),
+        ] {
+            p.parse(event, data, &mut out).unwrap_or_else(|e| panic!("{data}: {e}"));
+        }
+        let call = |index, id: Option<&str>, name: Option<&str>, args: Option<&str>| UpstreamEvent::ToolCall {
+            index,
+            id: id.map(str::to_string),
+            name: name.map(str::to_string),
+            arguments: args.map(str::to_string),
+        };
+        assert_eq!(
+            out.into_iter().collect::<Vec<_>>(),
+            vec![
+                call(0, Some("fs_1"), Some("file_search"), None),
+                call(0, None, None, Some(r#"{"queries":["a \"b\"","c"]}"#)),
+                call(1, Some("ws_1"), Some("web_search"), None),
+                call(1, None, None, Some(r#"{"query":"rust"}"#)),
+                UpstreamEvent::Finish(FinishReason::ToolCalls),
+            ]
         );
     }
 

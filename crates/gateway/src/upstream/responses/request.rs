@@ -2,82 +2,141 @@
 //! `store: false` (the gateway keeps the state), the transcript as input items, the system
 //! text as `instructions`, tools as `function` declarations (or their native Responses
 //! form where the upstream takes the type), and sampling in its own Responses terms.
+//! Serialized straight from the transcript, as the chat encoder does: no intermediate JSON
+//! tree.
 
-use std::collections::HashSet;
-
-use serde_json::{json, Map, Value};
+use serde::ser::{SerializeMap, SerializeSeq, Serializer};
+use serde::Serialize;
+use serde_json::{json, Value};
 
 use crate::transcript::custom::input_from_arguments;
 use crate::transcript::{Entry, Transcript, UserPart};
-use crate::upstream::{RoundRequest, ToolChoice, UpstreamTool};
+use crate::upstream::{NativeTool, RoundRequest, ToolChoice, UpstreamTool};
 
 /// The smallest `max_output_tokens` the Responses API accepts; a round with fewer left asks
 /// for this many (the gateway still ends the turn at the client's cap).
 const MIN_OUTPUT_TOKENS: u64 = 16;
 
-/// The JSON body of one round.
+/// The encoded body of one round (UTF-8 JSON). Errors only if a value cannot be encoded as
+/// JSON (a map with non-string keys), which the gateway never builds.
+pub fn encode(req: &RoundRequest<'_>) -> serde_json::Result<Vec<u8>> {
+    serde_json::to_vec(&Body(req))
+}
+
+/// The body as a JSON value (tests and diagnostics).
 pub fn body(req: &RoundRequest<'_>) -> Value {
-    let native: HashSet<&str> = req.tools.iter().filter(|t| t.is_native()).map(|t| t.name.as_str()).collect();
-    let mut b = Map::new();
-    b.insert("model".into(), json!(req.model));
-    if let Some(system) = req.transcript.system() {
-        b.insert("instructions".into(), json!(system));
-    }
-    b.insert("input".into(), Value::Array(input_items(req.transcript, &native)));
-    b.insert("stream".into(), json!(true));
-    b.insert("store".into(), json!(false));
-    let sp = req.sampling;
-    if let Some(t) = sp.temperature {
-        b.insert("temperature".into(), json!(t));
-    }
-    if let Some(p) = sp.top_p {
-        b.insert("top_p".into(), json!(p));
-    }
-    if let Some(n) = sp.max_tokens {
-        b.insert("max_output_tokens".into(), json!(n.max(MIN_OUTPUT_TOKENS)));
-    }
-    if let Some(u) = &sp.user {
-        b.insert("user".into(), json!(u));
-    }
-    if let Some(e) = &sp.reasoning_effort {
-        b.insert("reasoning".into(), json!({"effort": e}));
-    }
-    if let Some(f) = &sp.text_format {
-        b.insert("text".into(), json!({"format": f}));
-    }
-    if sp.encrypted_reasoning {
-        b.insert("include".into(), json!(["reasoning.encrypted_content"]));
-    }
-    if !req.tools.is_empty() && *req.tool_choice != ToolChoice::None {
-        b.insert("tools".into(), Value::Array(req.tools.iter().map(|t| tool(t)).collect()));
-        b.insert("tool_choice".into(), tool_choice(req.tool_choice, &native));
-        if let Some(p) = sp.parallel_tool_calls {
-            b.insert("parallel_tool_calls".into(), json!(p));
+    serde_json::to_value(Body(req)).unwrap_or(Value::Null)
+}
+
+/// The tools declared natively this round, by model-visible name (a handful: a linear search).
+type Natives<'a> = Vec<(&'a str, &'a NativeTool)>;
+
+fn natives<'a>(req: &RoundRequest<'a>) -> Natives<'a> {
+    req.tools.iter().filter_map(|t| Some((t.name.as_str(), t.native.as_ref()?))).collect()
+}
+
+fn native<'a>(natives: &Natives<'a>, name: &str) -> Option<&'a NativeTool> {
+    natives.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+}
+
+struct Body<'a, 'r>(&'r RoundRequest<'a>);
+
+impl Serialize for Body<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let req = self.0;
+        let natives = natives(req);
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("model", req.model)?;
+        if let Some(system) = req.transcript.system() {
+            m.serialize_entry("instructions", &system)?;
         }
+        m.serialize_entry("input", &Input { t: req.transcript, natives: &natives })?;
+        m.serialize_entry("stream", &true)?;
+        m.serialize_entry("store", &false)?;
+        let sp = req.sampling;
+        if let Some(t) = sp.temperature {
+            m.serialize_entry("temperature", &t)?;
+        }
+        if let Some(p) = sp.top_p {
+            m.serialize_entry("top_p", &p)?;
+        }
+        if let Some(n) = sp.max_tokens {
+            m.serialize_entry("max_output_tokens", &n.max(MIN_OUTPUT_TOKENS))?;
+        }
+        if let Some(u) = &sp.user {
+            m.serialize_entry("user", u)?;
+        }
+        if let Some(e) = &sp.reasoning_effort {
+            m.serialize_entry("reasoning", &Effort { effort: e })?;
+        }
+        if let Some(f) = &sp.text_format {
+            m.serialize_entry("text", &Format { format: f })?;
+        }
+        if sp.encrypted_reasoning {
+            m.serialize_entry("include", &["reasoning.encrypted_content"])?;
+        }
+        if !req.tools.is_empty() && *req.tool_choice != ToolChoice::None {
+            m.serialize_entry("tools", &Tools(req.tools))?;
+            m.serialize_entry("tool_choice", &tool_choice(req.tool_choice, &natives))?;
+            if let Some(p) = sp.parallel_tool_calls {
+                m.serialize_entry("parallel_tool_calls", &p)?;
+            }
+        }
+        m.end()
     }
-    Value::Object(b)
 }
 
-/// A tool as a `function` declaration, or its native (Responses) declaration as it is.
-fn tool(t: &UpstreamTool) -> Value {
-    if let Some(native) = &t.native {
-        return native.declaration.clone();
-    }
-    let mut f = json!({"type": "function", "name": t.name, "parameters": t.parameters});
-    if let Some(d) = &t.description {
-        f["description"] = json!(d);
-    }
-    if let Some(s) = t.strict {
-        f["strict"] = json!(s);
-    }
-    f
+#[derive(Serialize)]
+struct Effort<'a> {
+    effort: &'a str,
 }
 
-/// `tool_choice` (contract §3) naming each tool in its declared form.
-fn tool_choice(choice: &ToolChoice, native: &HashSet<&str>) -> Value {
-    let named = |n: &str| {
-        let kind = if native.contains(n) { "custom" } else { "function" };
-        json!({"type": kind, "name": n})
+#[derive(Serialize)]
+struct Format<'a> {
+    format: &'a protocol::request::TextFormat,
+}
+
+struct Tools<'a, 'r>(&'r [&'a UpstreamTool]);
+
+impl Serialize for Tools<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for t in self.0 {
+            match &t.native {
+                Some(native) => seq.serialize_element(&native.declaration)?,
+                None => seq.serialize_element(&Function {
+                    kind: "function",
+                    name: &t.name,
+                    parameters: &t.parameters,
+                    description: t.description.as_deref(),
+                    strict: t.strict,
+                })?,
+            }
+        }
+        seq.end()
+    }
+}
+
+/// A tool as a `function` declaration.
+#[derive(Serialize)]
+struct Function<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    name: &'a str,
+    parameters: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    strict: Option<bool>,
+}
+
+/// `tool_choice` (contract §3) naming each tool in its declared form: a function or custom
+/// tool by name, a hosted tool by its type.
+fn tool_choice(choice: &ToolChoice, natives: &Natives<'_>) -> Value {
+    let named = |n: &str| match native(natives, n) {
+        None => json!({"type": "function", "name": n}),
+        Some(t) if t.call_item_type().is_some() => json!({"type": t.declaration.get("type").unwrap_or(&Value::Null)}),
+        Some(_) => json!({"type": "custom", "name": n}),
     };
     match choice {
         ToolChoice::None => json!("none"),
@@ -93,54 +152,142 @@ fn tool_choice(choice: &ToolChoice, native: &HashSet<&str>) -> Value {
 }
 
 /// The transcript's entries as Responses input items: messages, calls (`function_call`, or
-/// `custom_tool_call` for a tool declared natively) and their outputs.
-fn input_items(t: &Transcript, native: &HashSet<&str>) -> Vec<Value> {
-    let mut items = Vec::with_capacity(t.entries.len());
-    let mut custom_calls: HashSet<&str> = HashSet::new();
-    for e in &t.entries {
-        match e {
-            // The upstream's own items (its reasoning), back as they came.
-            Entry::Upstream(item) => items.push(item.clone()),
-            Entry::User(parts) => {
-                let content: Vec<Value> = parts
-                    .iter()
-                    .map(|p| match p {
-                        UserPart::Text(text) => json!({"type": "input_text", "text": text}),
-                        UserPart::Image { url, detail } => {
-                            json!({"type": "input_image", "image_url": url, "detail": detail.as_deref().unwrap_or("auto")})
+/// `custom_tool_call` for a tool declared natively) and their outputs; a call of a natively
+/// declared hosted tool and its result are one typed item (`file_search_call` with
+/// `results`), in the result's place.
+struct Input<'a, 'r> {
+    t: &'r Transcript,
+    natives: &'r Natives<'a>,
+}
+
+impl Serialize for Input<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let t = self.t;
+        // Calls answered by a typed item: the item stands for the call and its result.
+        let typed: Vec<&str> = t
+            .entries
+            .iter()
+            .filter_map(|e| match e {
+                Entry::ToolResult { call_id, continuation: Some(_), .. } => Some(call_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        let mut custom_calls: Vec<&str> = Vec::new();
+        let mut seq = s.serialize_seq(None)?;
+        for e in &t.entries {
+            match e {
+                // The upstream's own items (its reasoning), back as they came.
+                Entry::Upstream(item) => seq.serialize_element(item)?,
+                Entry::User(parts) => seq.serialize_element(&Message { kind: "message", role: "user", content: UserContent(parts) })?,
+                Entry::Assistant { text, calls } => {
+                    if !text.is_empty() {
+                        let content = [OutputText { kind: "output_text", text }];
+                        seq.serialize_element(&Message { kind: "message", role: "assistant", content })?;
+                    }
+                    for c in calls {
+                        if typed.contains(&c.call_id.as_str()) {
+                            continue;
                         }
-                    })
-                    .collect();
-                items.push(json!({"type": "message", "role": "user", "content": content}));
-            }
-            Entry::Assistant { text, calls } => {
-                if !text.is_empty() {
-                    items.push(json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}));
-                }
-                for c in calls {
-                    if native.contains(c.name.as_str()) {
-                        custom_calls.insert(&c.call_id);
-                        let input = input_from_arguments(&c.arguments);
-                        items.push(json!({"type": "custom_tool_call", "call_id": c.call_id, "name": c.name, "input": input}));
-                    } else {
-                        items.push(json!({"type": "function_call", "call_id": c.call_id, "name": c.name, "arguments": c.arguments}));
+                        if native(self.natives, &c.name).is_some_and(|t| t.tool_type == "custom") {
+                            custom_calls.push(&c.call_id);
+                            let input = input_from_arguments(&c.arguments);
+                            seq.serialize_element(&CustomCall { kind: "custom_tool_call", call_id: &c.call_id, name: &c.name, input: &input })?;
+                        } else {
+                            seq.serialize_element(&FunctionCall { kind: "function_call", call_id: &c.call_id, name: &c.name, arguments: &c.arguments })?;
+                        }
                     }
                 }
-            }
-            Entry::ToolResult { call_id, content } => {
-                let kind = if custom_calls.contains(call_id.as_str()) { "custom_tool_call_output" } else { "function_call_output" };
-                items.push(json!({"type": kind, "call_id": call_id, "output": content}));
+                Entry::ToolResult { continuation: Some(item), .. } => seq.serialize_element(item)?,
+                Entry::ToolResult { call_id, content, .. } => {
+                    let kind = if custom_calls.contains(&call_id.as_str()) { "custom_tool_call_output" } else { "function_call_output" };
+                    seq.serialize_element(&Output { kind, call_id, output: content })?;
+                }
             }
         }
+        seq.end()
     }
-    items
+}
+
+#[derive(Serialize)]
+struct Message<C> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    role: &'static str,
+    content: C,
+}
+
+#[derive(Serialize)]
+struct OutputText<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+}
+
+struct UserContent<'a>(&'a [UserPart]);
+
+impl Serialize for UserContent<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for p in self.0 {
+            match p {
+                UserPart::Text(text) => seq.serialize_element(&InputText { kind: "input_text", text })?,
+                UserPart::Image { url, detail } => seq.serialize_element(&InputImage {
+                    kind: "input_image",
+                    image_url: url,
+                    detail: detail.as_deref().unwrap_or("auto"),
+                })?,
+            }
+        }
+        seq.end()
+    }
+}
+
+#[derive(Serialize)]
+struct InputText<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+}
+
+#[derive(Serialize)]
+struct InputImage<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    image_url: &'a str,
+    detail: &'a str,
+}
+
+#[derive(Serialize)]
+struct FunctionCall<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    call_id: &'a str,
+    name: &'a str,
+    arguments: &'a str,
+}
+
+#[derive(Serialize)]
+struct CustomCall<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    call_id: &'a str,
+    name: &'a str,
+    input: &'a str,
+}
+
+#[derive(Serialize)]
+struct Output<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    call_id: &'a str,
+    output: &'a str,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::transcript::Call;
-    use crate::upstream::{NativeTool, Sampling};
+    use crate::upstream::Sampling;
 
     /// The transcript, tools, choice and sampling in the Responses shape.
     #[test]
@@ -156,8 +303,8 @@ mod tests {
                         Call { call_id: "c2".into(), name: "sql".into(), arguments: "{\"input\":\"SELECT 1\"}".into() },
                     ],
                 },
-                Entry::ToolResult { call_id: "c1".into(), content: "sunny".into() },
-                Entry::ToolResult { call_id: "c2".into(), content: "1".into() },
+                Entry::ToolResult { call_id: "c1".into(), content: "sunny".into(), continuation: None },
+                Entry::ToolResult { call_id: "c2".into(), content: "1".into(), continuation: None },
             ],
             ..Transcript::default()
         };
@@ -197,5 +344,37 @@ mod tests {
         assert_eq!(body(&req), want);
         let none = RoundRequest { tool_choice: &ToolChoice::None, ..req };
         assert!(body(&none).get("tools").is_none());
+    }
+
+    /// A call of a natively declared hosted tool and its result go as the one typed item of
+    /// the result; the declaration goes as it is; a named choice of it names its type.
+    #[test]
+    fn a_hosted_native_call_goes_as_its_typed_item() {
+        let typed = json!({"type": "file_search_call", "id": "c1", "queries": ["q"], "status": "completed", "results": []});
+        let t = Transcript {
+            entries: vec![
+                Entry::User(vec![UserPart::Text("find".into())]),
+                Entry::Assistant { text: String::new(), calls: vec![Call { call_id: "c1".into(), name: "file_search".into(), arguments: r#"{"queries":["q"]}"#.into() }] },
+                Entry::ToolResult { call_id: "c1".into(), content: "results".into(), continuation: Some(typed.clone()) },
+            ],
+            ..Transcript::default()
+        };
+        let declaration = json!({"type": "file_search", "vector_store_ids": ["vs_1"], "max_num_results": 20});
+        let fs = UpstreamTool {
+            name: "file_search".into(),
+            description: None,
+            parameters: json!({}),
+            strict: None,
+            native: Some(NativeTool::hosted("file_search", declaration.clone())),
+        };
+        let tools = [&fs];
+        let sampling = Sampling::default();
+        let choice = ToolChoice::Named("file_search".into());
+        let req = RoundRequest { model: "m", transcript: &t, tools: &tools, tool_choice: &choice, sampling: &sampling };
+        let b = body(&req);
+        assert_eq!(b["input"], json!([{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "find"}]}, typed]));
+        assert_eq!(b["tools"], json!([declaration]));
+        assert_eq!(b["tool_choice"], json!({"type": "file_search"}));
+        assert_eq!(serde_json::from_slice::<Value>(&encode(&req).unwrap()).unwrap(), b, "the bytes sent are the body");
     }
 }

@@ -171,6 +171,9 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
             push_text(&mut transcript, text);
             return finish(&done_ctx, emitter, transcript, &mut files, Terminal::Completed, usage, None);
         }
+        // Client calls still open (or held back behind one) are done before any gateway
+        // call's item is added: items never overlap.
+        round.close_streamed_calls(offered, emitter);
         let mut gateway = Vec::new();
         let mut answers: Vec<ToolResult> = Vec::new();
         let mut client = Vec::new();

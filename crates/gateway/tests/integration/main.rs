@@ -25,6 +25,7 @@ mod store_conversations;
 mod store_processes;
 mod store_responses;
 mod store_startup;
+mod stream_shapes;
 mod tools;
 mod vector_stores;
 mod vector_stores_process;

@@ -1,0 +1,142 @@
+//! Odd chat stream shapes from real servers (issue 17): calls told apart by `id` as well as
+//! `index`, interleaved fragments, arguments sent as an object. Every call comes back whole,
+//! items never overlap, and the history replays valid JSON.
+
+use scripted_upstream::Script;
+use serde_json::{json, Value};
+
+use crate::common::{items_without_ids, Checked, Harness};
+
+fn weather() -> Value {
+    json!({"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}})
+}
+
+/// One raw tool-call fragment at `index`, with `id` and `name` when given.
+fn frag(index: usize, id: Option<&str>, name: Option<&str>, arguments: Value) -> Value {
+    let mut call = json!({"index": index, "function": {"arguments": arguments}});
+    if let Some(id) = id {
+        call["id"] = json!(id);
+        call["type"] = json!("function");
+    }
+    if let Some(name) = name {
+        call["function"]["name"] = json!(name);
+    }
+    json!({"tool_calls": [call]})
+}
+
+/// Asserts that each item is done before the next is added, and that each call's argument
+/// deltas add up to its arguments; returns the calls' arguments in output order.
+fn sequential_calls(s: &Checked) -> Vec<String> {
+    let mut open: Option<u64> = None;
+    for e in &s.events {
+        match e["type"].as_str().unwrap() {
+            "response.output_item.added" => {
+                assert_eq!(open, None, "item {} added while {open:?} is open:\n{}", e["output_index"], s.raw);
+                open = e["output_index"].as_u64();
+            }
+            "response.output_item.done" => {
+                assert_eq!(open, e["output_index"].as_u64(), "{}", s.raw);
+                open = None;
+            }
+            _ => {}
+        }
+    }
+    let out = s.response["output"].as_array().unwrap();
+    out.iter()
+        .enumerate()
+        .filter(|(_, i)| i["type"] == "function_call")
+        .map(|(oi, i)| {
+            let deltas: String = s
+                .of_type("response.function_call_arguments.delta")
+                .iter()
+                .filter(|e| e["output_index"] == oi)
+                .map(|e| e["delta"].as_str().unwrap())
+                .collect();
+            let args = i["arguments"].as_str().unwrap().to_string();
+            assert_eq!(deltas, args, "deltas add up to the arguments of item {oi}");
+            assert_eq!(i["status"], "completed");
+            args
+        })
+        .collect()
+}
+
+/// Streams `script`, then runs it again without streaming: the same items both ways.
+/// Returns the streamed check and the arguments of its calls.
+async fn both_ways(h: &Harness, script: Script, request: &Value) -> (Checked, Vec<String>) {
+    h.upstream.push(script.clone());
+    let s = h.stream(request.clone()).await;
+    assert_eq!(s.terminal_type(), "response.completed", "{}", s.raw);
+    let args = sequential_calls(&s);
+    h.upstream.push(script);
+    let (status, body) = h.post(request.clone()).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(items_without_ids(&body), items_without_ids(&s.response));
+    (s, args)
+}
+
+/// Ollama streams two whole calls, each with its own `id`, both at `index` 0: two calls,
+/// not one whose arguments are `{"city":"Paris"}{"city":"Rome"}`; the next turn replays two
+/// calls with valid JSON arguments.
+#[tokio::test]
+async fn two_calls_under_one_index_are_two_calls() {
+    let h = Harness::start().await;
+    let script = Script::default().with_deltas([
+        frag(0, Some("call_a"), Some("get_weather"), json!(r#"{"city":"Paris"}"#)),
+        frag(0, Some("call_b"), Some("get_weather"), json!(r#"{"city":"Rome"}"#)),
+    ]);
+    let request = json!({"model":"m","input":"weather?","tools":[weather()],"store":true});
+    let (s, args) = both_ways(&h, script, &request).await;
+    assert_eq!(args, [r#"{"city":"Paris"}"#, r#"{"city":"Rome"}"#]);
+    let outputs: Vec<Value> =
+        s.response["output"].as_array().unwrap().iter().map(|c| json!({"type":"function_call_output","call_id":c["call_id"],"output":"sunny"})).collect();
+    h.upstream.push(Script::text(&["Sunny in both."]));
+    let (status, body) = h.post(json!({"model":"m","input":outputs,"tools":[weather()],"previous_response_id":s.response["id"]})).await;
+    assert_eq!(status, 200, "{body}");
+    let sent = h.upstream.requests().pop().unwrap().body;
+    let calls = sent["messages"].as_array().unwrap().iter().find(|m| m["role"] == "assistant").unwrap()["tool_calls"].clone();
+    let replayed: Vec<Value> = calls.as_array().unwrap().iter().map(|c| serde_json::from_str(c["function"]["arguments"].as_str().unwrap()).expect("JSON")).collect();
+    assert_eq!(replayed, [json!({"city":"Paris"}), json!({"city":"Rome"})]);
+}
+
+/// Both calls' headers first, then each one's arguments, in turns: every fragment reaches
+/// its own call (call 0 is not `{}`), and call 1's item waits until call 0's is done.
+#[tokio::test]
+async fn interleaved_fragments_reach_their_own_calls() {
+    let h = Harness::start().await;
+    let request = json!({"model":"m","input":"weather?","tools":[weather()],"store":false});
+    // Headers, then all of call 0's arguments, then call 1's.
+    let headers_first = Script::text(&["Checking."]).with_deltas([
+        frag(0, Some("a"), Some("get_weather"), json!("")),
+        frag(1, Some("b"), Some("get_weather"), json!("")),
+        frag(0, None, None, json!(r#"{"city":"#)),
+        frag(0, None, None, json!(r#""Paris"}"#)),
+        frag(1, None, None, json!(r#"{"city":"Rome"}"#)),
+    ]);
+    let (s, args) = both_ways(&h, headers_first, &request).await;
+    assert_eq!(args, [r#"{"city":"Paris"}"#, r#"{"city":"Rome"}"#]);
+    assert_eq!(s.response["output"][0]["phase"], "commentary");
+    // Pieces alternating between the calls, and a third call whose header comes last.
+    let alternating = Script::default().with_deltas([
+        frag(0, Some("a"), Some("get_weather"), json!(r#"{"ci"#)),
+        frag(1, Some("b"), Some("get_weather"), json!(r#"{"ci"#)),
+        frag(0, None, None, json!(r#"ty":"Oslo"#)),
+        frag(1, None, None, json!(r#"ty":"Kyiv"#)),
+        frag(2, Some("c"), Some("get_weather"), json!(r#"{"city":"Bern"}"#)),
+        frag(1, None, None, json!("\"}")),
+        frag(0, None, None, json!("\"}")),
+    ]);
+    let (_, args) = both_ways(&h, alternating, &request).await;
+    assert_eq!(args, [r#"{"city":"Oslo"}"#, r#"{"city":"Kyiv"}"#, r#"{"city":"Bern"}"#]);
+}
+
+/// A call whose `arguments` are a JSON object, not a string (LiteLLM's `ollama_chat`): its
+/// arguments are that object's JSON text, not a 502 `malformed chunk`.
+#[tokio::test]
+async fn object_arguments_are_serialized() {
+    let h = Harness::start().await;
+    let script = Script::default().with_deltas([frag(0, Some("x"), Some("get_weather"), json!({"city":"Kyiv"}))]);
+    let request = json!({"model":"m","input":"weather?","tools":[weather()],"store":false});
+    let (_, args) = both_ways(&h, script, &request).await;
+    assert_eq!(args.len(), 1);
+    assert_eq!(serde_json::from_str::<Value>(&args[0]).unwrap(), json!({"city":"Kyiv"}));
+}

@@ -24,6 +24,9 @@ use crate::upstream::{FinishReason, ModelClient, RoundRequest, UpstreamError, Up
 use tokio::time::Instant;
 use futures_util::StreamExt;
 
+/// The answer to a gateway call beyond `max_tool_calls`.
+const MAX_TOOL_CALLS: &str = "error: max_tool_calls reached; this call was not executed. Answer with what you have.";
+
 /// Loop bounds (from `[tools]`).
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -96,12 +99,24 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
             }
             sampling.max_tokens = Some(left);
         }
-        let declared = if last { Vec::new() } else { tools.upstream_tools(&choice) };
+        // Once `max_tool_calls` gateway calls ran, the gateway's tools are no longer offered
+        // (client tools still are), so the model answers instead of calling them again.
+        let spent = max_tool_calls.is_some_and(|cap| executed >= cap);
+        let mut declared = if last { Vec::new() } else { tools.upstream_tools(&choice) };
+        if spent {
+            declared.retain(|t| tools.lookup(&t.name).is_some_and(|e| e.owner == Owner::Client));
+        }
+        let round_choice = match &choice {
+            _ if declared.is_empty() => ToolChoice::None,
+            // A choice that forces a gateway tool (`max_tool_calls: 0`) is not kept.
+            c if spent => c.clone().relaxed(),
+            c => c.clone(),
+        };
         let req = RoundRequest {
             model: &upstream_model,
             transcript: &transcript,
             tools: &declared,
-            tool_choice: if last { &ToolChoice::None } else { &choice },
+            tool_choice: &round_choice,
             sampling: &sampling,
         };
         // Only the tools offered this round count: under `tool_choice: "none"` (and in the
@@ -194,6 +209,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
             transcript_calls.push(Call { call_id: call.call_id.clone(), name: call.name.clone(), arguments: call.arguments.clone() });
             let reject = |content: String| ToolResult { call_id: call.call_id.clone(), content };
             match offered.lookup(&call.name) {
+                None if spent && tools.lookup(&call.name).is_some_and(|e| e.owner == Owner::Gateway) => answers.push(reject(MAX_TOOL_CALLS.into())),
                 None => answers.push(reject(format!(
                     "error: there is no tool named '{}'. Use one of the declared tools or answer directly.",
                     call.name
@@ -201,9 +217,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
                 Some(entry) if entry.owner == Owner::Client => client.push(call.index),
                 Some(entry) => match execute::validate(entry, &call.arguments) {
                     Err(msg) => answers.push(reject(msg)),
-                    Ok(_) if max_tool_calls.is_some_and(|cap| executed >= cap) => answers.push(reject(
-                        "error: max_tool_calls reached; this call was not executed. Answer with what you have.".into(),
-                    )),
+                    Ok(_) if max_tool_calls.is_some_and(|cap| executed >= cap) => answers.push(reject(MAX_TOOL_CALLS.into())),
                     Ok(args) => match entry.tool.bind(&call.call_id, &args, &bind_ctx) {
                         Ok(invocation) => {
                             executed += 1;

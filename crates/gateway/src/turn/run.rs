@@ -165,7 +165,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
             // Debug-quoted: an upstream message with line breaks cannot forge log lines.
             tracing::warn!(code = err.code(), error = ?err.to_string(), "turn failed on the upstream");
             close_cut_round(&mut round, emitter, &sources, &mut transcript);
-            let terminal = Terminal::Failed { code: err.code().into(), message: err.to_string() };
+            let terminal = Terminal::Failed { code: err.code().into(), message: err.client_message() };
             return finish(&done_ctx, emitter, transcript, &mut files, terminal, usage, Some(err));
         }
         // A truncated round is never executed: its calls are closed as incomplete.

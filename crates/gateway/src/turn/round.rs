@@ -14,6 +14,7 @@ use crate::events::file_citations::{FileSources, MarkerFilter};
 use crate::events::ids::new_id;
 use crate::tools::custom::{arguments_from_input, input_from_arguments, InputDecoder};
 use crate::tools::{Owner, ToolEntry, ToolSet};
+use crate::upstream::leaked_calls::{LeakFilter, Piece};
 use crate::upstream::{FinishReason, UpstreamEvent};
 
 /// A call received in the current round, under its model-visible name.
@@ -54,7 +55,16 @@ pub struct Round {
     /// `parallel_tool_calls: false`: calls after the round's first are dropped (servers that
     /// ignore the flag still send several).
     single_call: bool,
+    /// Recovers calls written as text, when tools are offered.
+    leaks: Option<LeakFilter>,
+    /// Calls recovered from text so far (their `index` follows [`RECOVERED_INDEX`]).
+    recovered: usize,
+    /// The leak filter's output, reused from delta to delta.
+    pieces: Vec<Piece>,
 }
+
+/// The `index` of the first call recovered from text: far above the upstream's calls.
+const RECOVERED_INDEX: usize = usize::MAX / 2;
 
 impl Round {
     /// A round; `last`: sent without tools; `single_call`: `parallel_tool_calls: false`.
@@ -62,10 +72,68 @@ impl Round {
         Round { last, single_call, ..Round::default() }
     }
 
+    /// The same round recovering the calls the model writes as text ([`LeakFilter`]);
+    /// `bare_json`: also an answer that is one bare or fenced JSON call (off when the client
+    /// asked for a JSON answer).
+    pub fn with_leak_recovery(mut self, bare_json: bool) -> Self {
+        self.leaks = Some(LeakFilter::new(bare_json));
+        self
+    }
+
     /// Applies one upstream event. `files` are the turn's file-search chunks: with file
     /// search declared, citation markers leave the text and become `file_citation`s.
     /// `sources` are this turn's search sources (for a message closed early).
     pub fn on_event(&mut self, ev: UpstreamEvent, tools: &ToolSet, emitter: &mut Emitter, usage: &mut Usage, files: &FileSources, sources: &[Source]) {
+        match ev {
+            UpstreamEvent::Usage(u) => usage.add(&u),
+            UpstreamEvent::Text(delta) => match &mut self.leaks {
+                Some(filter) => {
+                    let mut pieces = std::mem::take(&mut self.pieces);
+                    filter.feed(delta, &|n| tools.lookup(n).is_some(), &mut pieces);
+                    self.apply_pieces(&mut pieces, tools, emitter, files, sources);
+                    self.pieces = pieces;
+                }
+                None => self.apply(UpstreamEvent::Text(delta), tools, emitter, files, sources),
+            },
+            // Text held as possible call markup is resolved before anything else is shown.
+            UpstreamEvent::Reasoning(_) | UpstreamEvent::Refusal(_) | UpstreamEvent::ToolCall { .. } => {
+                self.end_text(tools, emitter, files, sources);
+                if let (Some(filter), false) = (&mut self.leaks, matches!(ev, UpstreamEvent::Reasoning(_))) {
+                    filter.answer_began();
+                }
+                self.apply(ev, tools, emitter, files, sources);
+            }
+            other => self.apply(other, tools, emitter, files, sources),
+        }
+    }
+
+    /// Ends the round's text: markup still held becomes calls, or text. Called when the
+    /// stream ended well, and before any output other than text.
+    pub fn end_text(&mut self, tools: &ToolSet, emitter: &mut Emitter, files: &FileSources, sources: &[Source]) {
+        let Some(filter) = &mut self.leaks else { return };
+        let mut pieces = Vec::new();
+        filter.finish(&|n| tools.lookup(n).is_some(), &mut pieces);
+        self.apply_pieces(&mut pieces, tools, emitter, files, sources);
+    }
+
+    /// Applies what the leak filter gave: text as text, a recovered call as the upstream's
+    /// call (one fragment, its whole arguments), so it goes on as any call does.
+    fn apply_pieces(&mut self, pieces: &mut Vec<Piece>, tools: &ToolSet, emitter: &mut Emitter, files: &FileSources, sources: &[Source]) {
+        for piece in pieces.drain(..) {
+            let ev = match piece {
+                Piece::Text(text) => UpstreamEvent::Text(text),
+                Piece::Call(call) => {
+                    tracing::debug!(name = %call.name, "a call the model wrote as text is recovered");
+                    let index = RECOVERED_INDEX + self.recovered;
+                    self.recovered += 1;
+                    UpstreamEvent::ToolCall { index, id: None, name: Some(call.name), arguments: Some(call.arguments) }
+                }
+            };
+            self.apply(ev, tools, emitter, files, sources);
+        }
+    }
+
+    fn apply(&mut self, ev: UpstreamEvent, tools: &ToolSet, emitter: &mut Emitter, files: &FileSources, sources: &[Source]) {
         match ev {
             UpstreamEvent::Reasoning(delta) => {
                 self.close_streamed_calls(tools, emitter);
@@ -166,7 +234,7 @@ impl Round {
             }
             UpstreamEvent::Finish(r) => self.finish = Some(r),
             UpstreamEvent::OpaqueItem(item) => self.upstream_items.push(item),
-            UpstreamEvent::Usage(u) => usage.add(&u),
+            UpstreamEvent::Usage(_) => {}
         }
     }
 
@@ -218,8 +286,13 @@ impl Round {
     }
 
     /// Closes every open item (message and streamed calls) with `status`; returns the
-    /// message text.
+    /// message text. Text held as possible call markup is the message's, as it is.
     pub fn close_all(&mut self, emitter: &mut Emitter, status: ItemStatus, sources: &[Source]) -> String {
+        let held = self.leaks.as_mut().map(LeakFilter::release).unwrap_or_default();
+        if !held.trim().is_empty() {
+            let idx = *self.message.get_or_insert_with(|| emitter.message_start());
+            emitter.text_delta(idx, held);
+        }
         let text = self.close_message(emitter, status, sources);
         for call in self.calls.iter_mut().filter(|c| !c.closed) {
             if let Some(idx) = call.output_index {

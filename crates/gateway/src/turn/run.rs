@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use protocol::output::ItemStatus;
+use protocol::request::TextFormat;
 use protocol::response::Usage;
 use protocol::Response;
 
@@ -126,6 +127,12 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
         let restricted = tools.restricted_to(&declared);
         let offered = restricted.as_ref().unwrap_or(&tools);
         let mut round = Round::new(last, sampling.parallel_tool_calls == Some(false));
+        if !declared.is_empty() {
+            // A call the model writes as text (a server whose tool parser failed) is
+            // recovered; a bare JSON answer only when the client did not ask for JSON.
+            let json_answer = matches!(sampling.text_format, Some(TextFormat::JsonObject | TextFormat::JsonSchema { .. }));
+            round = round.with_leak_recovery(!json_answer);
+        }
         observer.round_started(&info, round_no);
         done_ctx.rounds = round_no + 1;
         let round_start = Instant::now();
@@ -178,6 +185,8 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
             close_cut_round(&mut round, emitter, &sources, &mut transcript);
             return finish(&done_ctx, emitter, transcript, &mut files, Terminal::Incomplete(reason.into()), usage, None);
         }
+        // Call markup still held at the end of the text becomes calls (or text).
+        round.end_text(offered, emitter, &files, &sources);
         // The last round went upstream without tools: a call the model writes anyway was
         // dropped as it came (neither executed nor returned), and the turn ends with its answer.
         let text = round.close_message(emitter, ItemStatus::Completed, &sources);

@@ -7,6 +7,7 @@
 pub mod chat;
 pub mod connect;
 pub mod http;
+pub mod leaked_calls;
 pub mod redact;
 pub mod responses;
 pub mod sse;

@@ -17,6 +17,7 @@ mod failures;
 mod file_search;
 mod fuzz;
 mod layering;
+mod leaked_calls;
 mod observer;
 mod hybrid_search;
 mod responses;

@@ -140,3 +140,36 @@ async fn object_arguments_are_serialized() {
     assert_eq!(args.len(), 1);
     assert_eq!(serde_json::from_str::<Value>(&args[0]).unwrap(), json!({"city":"Kyiv"}));
 }
+
+/// Interleaved fragments of a client call and a gateway call: the client call's item, open
+/// when the round ends, is done before the gateway call's items are added; the gateway call
+/// runs with its whole input and the client call is returned whole.
+#[tokio::test]
+async fn an_interleaved_client_call_is_done_before_gateway_items() {
+    let h = Harness::start().await;
+    let script = Script::default().with_deltas([
+        frag(0, Some("a"), Some("get_weather"), json!("")),
+        frag(1, Some("b"), Some("package_version"), json!("")),
+        frag(0, None, None, json!(r#"{"city":"#)),
+        frag(1, None, None, json!(r#"{"input":"axum"}"#)),
+        frag(0, None, None, json!(r#""Oslo"}"#)),
+    ]);
+    let request = json!({"model":"m","input":"go","tools":[weather(),{"type":"custom","name":"package_version"}],"store":false});
+    h.upstream.push(script);
+    let s = h.stream(request).await;
+    assert_eq!(s.terminal_type(), "response.completed", "{}", s.raw);
+    let out = s.response["output"].as_array().unwrap();
+    let types: Vec<&str> = out.iter().map(|i| i["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["function_call", "message", "custom_tool_call", "custom_tool_call_output"], "{out:?}");
+    assert_eq!(out[0]["arguments"], r#"{"city":"Oslo"}"#);
+    assert_eq!(out[2]["input"], "axum");
+    assert!(out[3]["output"].as_str().unwrap().starts_with("axum 0.8"), "{}", out[3]);
+    // The function call's item is done before anything else is added.
+    let items: Vec<(&str, u64)> = s
+        .events
+        .iter()
+        .filter(|e| e["type"] == "response.output_item.added" || e["type"] == "response.output_item.done")
+        .map(|e| (e["type"].as_str().unwrap(), e["output_index"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(&items[..2], [("response.output_item.added", 0), ("response.output_item.done", 0)], "{items:?}");
+}

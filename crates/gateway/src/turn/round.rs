@@ -285,14 +285,16 @@ impl Round {
         }
     }
 
+    /// For a round cut short, before [`Round::close_all`]: text held as possible call markup
+    /// goes on as the text it is (no call is recovered from a cut round).
+    pub fn release_text(&mut self, tools: &ToolSet, emitter: &mut Emitter, files: &FileSources, sources: &[Source]) {
+        let Some(held) = self.leaks.as_mut().map(LeakFilter::release).filter(|h| !h.is_empty()) else { return };
+        self.apply(UpstreamEvent::Text(held), tools, emitter, files, sources);
+    }
+
     /// Closes every open item (message and streamed calls) with `status`; returns the
-    /// message text. Text held as possible call markup is the message's, as it is.
+    /// message text.
     pub fn close_all(&mut self, emitter: &mut Emitter, status: ItemStatus, sources: &[Source]) -> String {
-        let held = self.leaks.as_mut().map(LeakFilter::release).unwrap_or_default();
-        if !held.trim().is_empty() {
-            let idx = *self.message.get_or_insert_with(|| emitter.message_start());
-            emitter.text_delta(idx, held);
-        }
         let text = self.close_message(emitter, status, sources);
         for call in self.calls.iter_mut().filter(|c| !c.closed) {
             if let Some(idx) = call.output_index {

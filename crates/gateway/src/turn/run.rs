@@ -15,7 +15,7 @@ use crate::events::citations::Source;
 use crate::events::file_citations::FileSources;
 use std::sync::Arc;
 use crate::tools::custom::arguments_from_input;
-use crate::tools::{BindCtx, CallItem, Owner, ToolChoice};
+use crate::tools::{BindCtx, CallItem, Owner, ToolChoice, ToolSet};
 use crate::turn::execute::{self, Observed, ToolResult};
 use crate::turn::round::Round;
 use crate::transcript::{Call, Transcript};
@@ -160,7 +160,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
             () = cancel.cancelled() => {
                 usage.add(&round_usage);
                 observer.round_done(&info, &RoundReport { round: round_no, latency: round_start.elapsed(), usage: round_usage, error: Some("interrupted") });
-                close_cut_round(&mut round, emitter, &sources, &mut transcript);
+                close_cut_round(&mut round, offered, emitter, &files, &sources, &mut transcript);
                 return finish(&done_ctx, emitter, transcript, &mut files, Terminal::Interrupted, usage, None);
             }
         };
@@ -171,7 +171,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
             // Upstream messages never hold the URL's credentials or the key (`UpstreamError`).
             // Debug-quoted: an upstream message with line breaks cannot forge log lines.
             tracing::warn!(code = err.code(), error = ?err.to_string(), "turn failed on the upstream");
-            close_cut_round(&mut round, emitter, &sources, &mut transcript);
+            close_cut_round(&mut round, offered, emitter, &files, &sources, &mut transcript);
             let terminal = Terminal::Failed { code: err.code().into(), message: err.client_message() };
             return finish(&done_ctx, emitter, transcript, &mut files, terminal, usage, Some(err));
         }
@@ -182,7 +182,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
             _ => None,
         };
         if let Some(reason) = truncated {
-            close_cut_round(&mut round, emitter, &sources, &mut transcript);
+            close_cut_round(&mut round, offered, emitter, &files, &sources, &mut transcript);
             return finish(&done_ctx, emitter, transcript, &mut files, Terminal::Incomplete(reason.into()), usage, None);
         }
         // Call markup still held at the end of the text becomes calls (or text).
@@ -272,10 +272,12 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
     finish(&done_ctx, emitter, transcript, &mut files, Terminal::Completed, usage, None)
 }
 
-/// Ends a round cut short (failure, truncation, cancel): its open items close
-/// `incomplete`; its text and the calls already done as `completed` (the client may answer
-/// them) go into the history; the rest of its calls never happened.
-fn close_cut_round(round: &mut Round, emitter: &mut Emitter, sources: &[Source], transcript: &mut Transcript) {
+/// Ends a round cut short (failure, truncation, cancel): text held as possible call markup
+/// is text; its open items close `incomplete`; its text and the calls already done as
+/// `completed` (the client may answer them) go into the history; the rest of its calls
+/// never happened.
+fn close_cut_round(round: &mut Round, tools: &ToolSet, emitter: &mut Emitter, files: &FileSources, sources: &[Source], transcript: &mut Transcript) {
+    round.release_text(tools, emitter, files, sources);
     let calls = round.completed_calls();
     let text = round.close_all(emitter, ItemStatus::Incomplete, sources);
     transcript.push_upstream_items(std::mem::take(&mut round.upstream_items));

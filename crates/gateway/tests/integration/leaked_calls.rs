@@ -152,3 +152,16 @@ async fn ordinary_text_is_not_held_back() {
     let deltas: Vec<&str> = s.of_type("response.output_text.delta").iter().map(|e| e["delta"].as_str().unwrap()).collect();
     assert_eq!(deltas, ["Use <b>", "bold</b> or [links]", "(x) and ", "<tool> tags."]);
 }
+
+/// A round cut short while markup is held: the held text is the message's, as written (no
+/// call is recovered from a failed round), and the stream ends with one `response.failed`.
+#[tokio::test]
+async fn held_markup_of_a_cut_round_is_text() {
+    let h = Harness::start().await;
+    let script = Script::text(&["Checking. <tool_", "call>{\"name\": \"get_weather\""]).fault(scripted_upstream::Fault::Disconnect { after_chunks: 3 });
+    h.upstream.push(script);
+    let s = h.stream(request(json!([weather()]))).await;
+    assert_eq!(s.terminal_type(), "response.failed", "{}", s.raw);
+    assert_eq!(summary(&s.response), [("message".to_string(), "Checking. <tool_call>{\"name\": \"get_weather\"".to_string())]);
+    assert_eq!(s.response["output"][0]["status"], "incomplete");
+}

@@ -3,10 +3,11 @@
 //! [`LeakFilter`] sits in front of a round's text: it passes text on as it comes, holding
 //! back only the end of a delta that may begin a marker (at most 13 characters), and turns
 //! markup that names a declared tool into [`LeakedCall`]s, removed from the text. Once a
-//! whole marker came, what follows is held until the call it opens can be told (its JSON
-//! closed, at most [`MAX_HELD_CALL`] bytes); an answer that begins like a bare JSON call is
-//! held likewise until it is known whether the call is the whole answer. Markup that names
-//! no declared tool, or is not a call, is passed on as text.
+//! whole marker came, what follows is held only while it is a JSON object or array that has
+//! not closed yet (at most [`MAX_HELD_CALL`] bytes): a marker followed by anything else is
+//! text at once. An answer that begins like a bare JSON call is held likewise until it is
+//! known whether the call is the whole answer. Markup that names no declared tool, or is
+//! not a call, is passed on as text.
 
 pub mod syntax;
 
@@ -48,8 +49,6 @@ pub struct LeakFilter {
     held: String,
     /// Finds the end of the JSON after a marker, or of a bare answer's object.
     scan: JsonScan,
-    /// Bytes of a Hermes body already searched for its end.
-    searched: usize,
     /// Something visible (text or a call) has passed: an answer is no longer whole.
     visible: bool,
     /// Recognize a whole answer written as bare JSON (off when the client asked for a JSON
@@ -99,7 +98,6 @@ impl LeakFilter {
     fn reset_state(&mut self) {
         self.state = State::Text;
         self.scan = JsonScan::default();
-        self.searched = 0;
     }
 
     fn pass(&mut self, text: String, out: &mut Vec<Piece>) {
@@ -162,23 +160,33 @@ impl LeakFilter {
                     let body_at = marker.text().len();
                     let body = self.held.get(body_at..).unwrap_or_default();
                     match marker {
-                        Marker::Hermes => {
-                            let from = self.searched.saturating_sub(HERMES_END.len());
-                            let found = body.as_bytes().get(from..).and_then(|b| b.windows(HERMES_END.len()).position(|w| w == HERMES_END.as_bytes()));
-                            if let Some(rel) = found {
-                                let close = body_at + from + rel;
-                                let calls = calls_in(self.held.get(body_at..close).unwrap_or_default(), declared);
-                                self.resolve(calls, close + HERMES_END.len(), out);
+                        Marker::Hermes => match self.scan.scan(body) {
+                            Scan::Closed(len) => {
+                                let rest = body.get(len..).unwrap_or_default();
+                                let tag = rest.trim_start();
+                                if tag.starts_with(HERMES_END) || (end && tag.is_empty()) {
+                                    // Its closing tag, or none at the end (the model stopped).
+                                    let calls = calls_in(body.get(..len).unwrap_or_default(), declared);
+                                    let tag_len = if tag.is_empty() { 0 } else { HERMES_END.len() };
+                                    self.resolve(calls, body_at + len + (rest.len() - tag.len()) + tag_len, out);
+                                    continue;
+                                }
+                                if end || !HERMES_END.starts_with(tag) {
+                                    // Something else follows the JSON: the marker is text.
+                                    self.resolve(None, body_at, out);
+                                    continue;
+                                }
+                            }
+                            Scan::NotJson => {
+                                self.resolve(None, body_at, out);
                                 continue;
                             }
-                            self.searched = body.len();
-                            if end {
-                                // A call whose closing tag never came (the model stopped).
-                                let calls = calls_in(body, declared);
-                                self.resolve(calls, self.held.len(), out);
+                            Scan::Open if end => {
+                                self.resolve(None, body_at, out);
                                 continue;
                             }
-                        }
+                            Scan::Open => {}
+                        },
                         Marker::Mistral | Marker::PythonTag => match self.scan.scan(body) {
                             Scan::Closed(len) => {
                                 let json = body.get(..len).unwrap_or_default();

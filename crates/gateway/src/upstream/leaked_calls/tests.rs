@@ -54,6 +54,12 @@ fn ordinary_text_is_not_held() {
     );
     // A held beginning at the end of the text is text.
     assert_eq!(joined(run(false, &["a <|pyth"])), vec![text("a <|pyth")]);
+    // A whole marker not followed by JSON is text at once: prose about the syntax.
+    let got = run(true, &["Wrap calls in <tool_call> tags", " or [TOOL_CALLS] lists."]);
+    assert_eq!(got, vec![vec![text("Wrap calls in <tool_call> tags")], vec![text(" or [TOOL_CALLS] lists.")], vec![]]);
+    // JSON after the marker that is not followed by the closing tag is text too.
+    let got = joined(run(true, &["<tool_call>{\"name\": \"get_weather\"} and more"]));
+    assert_eq!(got, vec![text("<tool_call>{\"name\": \"get_weather\"} and more")]);
 }
 
 /// Hermes/Qwen markup across deltas becomes a call as soon as it closes; the text around it

@@ -192,11 +192,15 @@ impl LeakFilter {
                                 let json = body.get(..len).unwrap_or_default();
                                 let calls = serde_json::from_str(json).ok().and_then(|v| calls_of(&v, declared));
                                 let mut upto = body_at + len;
-                                if calls.is_some() {
+                                if calls.is_some() && marker == Marker::PythonTag {
+                                    // Llama's end-of-message token, when the server prints it,
+                                    // goes with the call: wait until it can be told.
                                     let rest = self.held.get(upto..).unwrap_or_default();
                                     let trimmed = rest.trim_start();
                                     if let Some(tail) = LLAMA_ENDS.iter().find(|t| trimmed.starts_with(**t)) {
                                         upto += rest.len() - trimmed.len() + tail.len();
+                                    } else if !end && LLAMA_ENDS.iter().any(|t| t.starts_with(trimmed)) {
+                                        return;
                                     }
                                 }
                                 self.resolve(calls, upto, out);
@@ -228,8 +232,9 @@ impl LeakFilter {
                             let rest = body.get(len..).unwrap_or_default().trim();
                             let whole_so_far = rest.is_empty() || (fenced && rest.len() <= 3 && "```".starts_with(rest));
                             if !whole_so_far {
-                                // More than the object: an answer, not a call.
-                                self.resolve(None, self.held.len(), out);
+                                // More than the object: an answer, not a call. The object is
+                                // text; what follows is read again.
+                                self.resolve(None, at + len, out);
                                 continue;
                             }
                             if end {

@@ -129,3 +129,55 @@ fn held_calls_are_bounded() {
     assert!(t.starts_with("[TOOL_CALLS][{") && t.len() > MAX_HELD_CALL, "{}", t.len());
     assert_eq!(f.release(), "");
 }
+
+mod split {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Text made of pieces of markup, JSON and prose, so that splits fall inside markers.
+    fn texty() -> impl Strategy<Value = String> {
+        let piece = prop::sample::select(vec![
+            "<tool_call>", "</tool_call>", "[TOOL_CALLS]", "<|python_tag|>", "<|eom_id|>", "```json\n", "```", "{", "}", "[", "]",
+            "\"name\": \"get_weather\"", "\"arguments\": {\"city\": \"Oslo\"}", ", ", "\"", "\\", " ", "\n", "<", "|", "é", "prose",
+            "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}", "{\"name\": \"web_search\"}",
+        ]);
+        prop::collection::vec(piece, 0..24).prop_map(|p| p.concat())
+    }
+
+    /// Feeds `text` cut at `cuts` (char positions), then finishes; everything given back.
+    fn feed_split(text: &str, cuts: &[usize], bare: bool, declared: &dyn Fn(&str) -> bool) -> Vec<Piece> {
+        let chars: Vec<char> = text.chars().collect();
+        let mut at: Vec<usize> = cuts.iter().map(|c| c % (chars.len() + 1)).collect();
+        at.sort_unstable();
+        let mut f = LeakFilter::new(bare);
+        let mut out = Vec::new();
+        let mut from = 0;
+        for to in at.into_iter().chain([chars.len()]) {
+            let delta: String = chars[from..to.max(from)].iter().collect();
+            f.feed(delta, declared, &mut out);
+            from = to.max(from);
+        }
+        f.finish(declared, &mut out);
+        joined(vec![out])
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2048, failure_persistence: None, .. ProptestConfig::default() })]
+
+        /// With no declared tool nothing is a call, and the text comes back exactly, however
+        /// it is cut into deltas.
+        #[test]
+        fn text_without_declared_calls_comes_back_whole(text in texty(), cuts in prop::collection::vec(0usize..400, 0..8), bare in any::<bool>()) {
+            let got = feed_split(&text, &cuts, bare, &|_| false);
+            let want = if text.is_empty() { vec![] } else { vec![text.clone()] };
+            let texts: Vec<String> = got.into_iter().map(|p| match p { Piece::Text(t) => t, Piece::Call(c) => panic!("a call {c:?}") }).collect();
+            prop_assert_eq!(texts, want);
+        }
+
+        /// However it is cut, the same text gives the same calls and text as in one delta.
+        #[test]
+        fn the_cut_does_not_change_the_result(text in texty(), cuts in prop::collection::vec(0usize..400, 0..8)) {
+            prop_assert_eq!(feed_split(&text, &cuts, true, &declared), feed_split(&text, &[], true, &declared));
+        }
+    }
+}

@@ -173,3 +173,169 @@ async fn an_interleaved_client_call_is_done_before_gateway_items() {
         .collect();
     assert_eq!(&items[..2], [("response.output_item.added", 0), ("response.output_item.done", 0)], "{items:?}");
 }
+
+mod interleavings {
+    //! Any interleaving of parallel calls' fragments, through the chat adapter and a round:
+    //! every call comes back whole, in the model's order, and items never overlap.
+
+    use std::collections::VecDeque;
+
+    use proptest::prelude::*;
+    use protocol::events::EventKind;
+    use protocol::output::{ItemStatus, OutputItem};
+    use protocol::response::Usage;
+    use protocol::Response;
+    use responses_gateway::events::emitter::Emitter;
+    use responses_gateway::events::file_citations::FileSources;
+    use responses_gateway::events::Recorder;
+    use responses_gateway::executors::Registry;
+    use responses_gateway::tools::ToolSet;
+    use responses_gateway::turn::round::Round;
+    use responses_gateway::upstream::chat::ChatParser;
+    use responses_gateway::upstream::sse::SseParser;
+    use responses_gateway::upstream::UpstreamEvent;
+    use serde_json::json;
+
+    /// Cuts `s` into pieces of the given sizes (in chars, cycling; at least one piece).
+    fn cut(s: &str, sizes: &[usize]) -> Vec<String> {
+        let chars: Vec<char> = s.chars().collect();
+        let mut out = Vec::new();
+        let mut at = 0;
+        for n in sizes.iter().cycle() {
+            if at >= chars.len() {
+                break;
+            }
+            let end = (at + n).min(chars.len());
+            out.push(chars[at..end].iter().collect());
+            at = end;
+        }
+        if out.is_empty() {
+            out.push(String::new());
+        }
+        out
+    }
+
+    /// Runs the chunks' `delta`s through the chat parser and a round; returns the recorded
+    /// events and the round's function calls' final arguments, in output order.
+    fn run(deltas: &[serde_json::Value]) -> (Vec<EventKind>, Vec<String>) {
+        let registry = Registry::default();
+        let tool = json!({"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}});
+        let tools = ToolSet::build(vec![tool], None, &registry, &Default::default()).unwrap();
+        let recorder = Recorder::default();
+        let mut emitter = Emitter::new(Response::default(), Some(Box::new(recorder.clone())));
+        let (files, mut usage, mut round) = (FileSources::default(), Usage::default(), Round::new(false, false));
+        let mut parser = ChatParser::default();
+        let finish = json!({"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]});
+        let chunks = deltas.iter().map(|d| json!({"choices":[{"index":0,"delta":d}]})).chain([finish]);
+        for chunk in chunks {
+            let mut events = VecDeque::new();
+            parser.parse(None, &chunk.to_string(), &mut events).unwrap();
+            for ev in events {
+                round.on_event(ev, &tools, &mut emitter, &mut usage, &files, &[]);
+            }
+        }
+        round.on_event(UpstreamEvent::Usage(Usage::default()), &tools, &mut emitter, &mut usage, &files, &[]);
+        round.close_streamed_calls(&tools, &mut emitter);
+        round.close_all(&mut emitter, ItemStatus::Completed, &[]);
+        let args = emitter
+            .response()
+            .output
+            .iter()
+            .filter_map(|i| match i {
+                OutputItem::FunctionCall { arguments, .. } => Some(arguments.clone()),
+                _ => None,
+            })
+            .collect();
+        drop(emitter);
+        (recorder.events().into_iter().map(|(_, k)| k).collect(), args)
+    }
+
+    fn check_sequential(events: &[EventKind]) -> Result<(), TestCaseError> {
+        let mut open: Option<usize> = None;
+        for e in events {
+            match e {
+                EventKind::OutputItemAdded { output_index, .. } => {
+                    prop_assert_eq!(open, None, "item {} added while another is open", output_index);
+                    open = Some(*output_index);
+                }
+                EventKind::OutputItemDone { output_index, .. } => {
+                    prop_assert_eq!(open, Some(*output_index));
+                    open = None;
+                }
+                _ => {}
+            }
+        }
+        prop_assert_eq!(open, None);
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 1000, failure_persistence: None, .. ProptestConfig::default() })]
+
+        /// Calls at their own indexes, their fragments interleaved in any order.
+        #[test]
+        fn interleaved_calls_come_back_whole(
+            cities in prop::collection::vec("[a-z}\\]{\" ]{0,6}", 1..4),
+            sizes in prop::collection::vec(1usize..7, 1..5),
+            order in prop::collection::vec(0usize..3, 0..60),
+            header_alone in any::<bool>(),
+        ) {
+            let args: Vec<String> = cities.iter().map(|c| json!({"city": c}).to_string()).collect();
+            let mut pieces: Vec<VecDeque<serde_json::Value>> = args
+                .iter()
+                .enumerate()
+                .map(|(i, a)| {
+                    let mut frags: VecDeque<serde_json::Value> =
+                        cut(a, &sizes).into_iter().map(|p| json!({"tool_calls":[{"index":i,"function":{"arguments":p}}]})).collect();
+                    let header = json!({"tool_calls":[{"index":i,"id":format!("id{i}"),"type":"function","function":{"name":"get_weather","arguments":""}}]});
+                    if header_alone {
+                        frags.push_front(header);
+                    } else if let Some(first) = frags.front_mut() {
+                        first["tool_calls"][0]["id"] = json!(format!("id{i}"));
+                        first["tool_calls"][0]["function"]["name"] = json!("get_weather");
+                    }
+                    frags
+                })
+                .collect();
+            // Interleave: `order` picks the next call (among those with fragments left); then the rest in turn.
+            let mut deltas = Vec::new();
+            let mut first_seen = Vec::new();
+            for pick in order.into_iter().chain(std::iter::repeat_n(0, 1000)) {
+                let left: Vec<usize> = (0..pieces.len()).filter(|&i| !pieces[i].is_empty()).collect();
+                let Some(&i) = left.get(pick % left.len().max(1)) else { break };
+                if !first_seen.contains(&i) {
+                    first_seen.push(i);
+                }
+                deltas.extend(pieces[i].pop_front());
+            }
+            let (events, got) = run(&deltas);
+            check_sequential(&events)?;
+            // In the order the calls began.
+            let want: Vec<String> = first_seen.iter().map(|&i| args[i].clone()).collect();
+            prop_assert_eq!(got, want);
+        }
+
+        /// Whole calls one after another under one index, each with its own id (Ollama).
+        #[test]
+        fn calls_under_one_index_come_back_whole(
+            cities in prop::collection::vec("[a-z]{0,6}", 1..4),
+            sizes in prop::collection::vec(1usize..7, 1..5),
+        ) {
+            let args: Vec<String> = cities.iter().map(|c| json!({"city": c}).to_string()).collect();
+            let mut deltas = Vec::new();
+            for (i, a) in args.iter().enumerate() {
+                for (k, p) in cut(a, &sizes).into_iter().enumerate() {
+                    let mut call = json!({"index":0,"function":{"arguments":p}});
+                    if k == 0 {
+                        call["id"] = json!(format!("call_{i}"));
+                        call["function"]["name"] = json!("get_weather");
+                    }
+                    deltas.push(json!({"tool_calls":[call]}));
+                }
+            }
+            let (events, got) = run(&deltas);
+            check_sequential(&events)?;
+            prop_assert_eq!(got, args);
+        }
+    }
+}

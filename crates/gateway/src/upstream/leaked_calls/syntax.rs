@@ -8,7 +8,9 @@ use serde_json::Value;
 /// A call recovered from text: the tool's model-visible name and its arguments' JSON text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeakedCall {
+    /// The model-visible tool name.
     pub name: String,
+    /// The arguments' JSON text (`{}` when the markup gave none).
     pub arguments: String,
 }
 
@@ -24,6 +26,7 @@ pub enum Marker {
 }
 
 impl Marker {
+    /// Every marker, in the order they are tried.
     pub const ALL: [Marker; 3] = [Marker::Hermes, Marker::Mistral, Marker::PythonTag];
 
     /// The marker as it appears in the text.

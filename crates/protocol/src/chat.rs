@@ -114,7 +114,10 @@ pub struct CustomChunk<'a> {
 pub struct FunctionChunk<'a> {
     #[serde(default, borrow)]
     pub name: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
+    /// The arguments' JSON text (a piece of it). Arguments sent as a JSON value instead of
+    /// a string (LiteLLM's `ollama_chat` sends an object) are that value serialized;
+    /// `null` reads as absent.
+    #[serde(default, deserialize_with = "arguments_text")]
     pub arguments: Option<Cow<'a, str>>,
 }
 
@@ -222,6 +225,54 @@ fn lenient_str<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Cow<'de, str>>,
     d.deserialize_any(Lenient)
 }
 
+/// A string as it is (borrowed when it has no escapes); any other JSON value but `null`
+/// serialized to its JSON text.
+fn arguments_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Cow<'de, str>>, D::Error> {
+    struct Text;
+    impl<'de> Visitor<'de> for Text {
+        type Value = Option<Cow<'de, str>>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a JSON string or value")
+        }
+        fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Borrowed(v)))
+        }
+        fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Owned(v.to_string())))
+        }
+        fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Owned(v)))
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_none<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Owned(v.to_string())))
+        }
+        fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Owned(v.to_string())))
+        }
+        fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Owned(v.to_string())))
+        }
+        fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Owned(Value::from(v).to_string())))
+        }
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            let v = Value::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+            Ok(Some(Cow::Owned(v.to_string())))
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+            let v = Value::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))?;
+            Ok(Some(Cow::Owned(v.to_string())))
+        }
+    }
+    d.deserialize_any(Text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,6 +290,25 @@ mod tests {
         let d = &c.choice.as_ref().expect("choice").delta;
         assert_eq!(d.reasoning.as_deref(), Some("a\nb"));
         assert_eq!(d.reasoning_content, None);
+    }
+
+    /// Arguments sent as an object (LiteLLM's `ollama_chat`) are its JSON text; a string
+    /// stays borrowed; `null` is absent.
+    #[test]
+    fn object_arguments_are_serialized() {
+        let c: ChatChunk<'_> = serde_json::from_str(
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"w","arguments":{"city":"Kyiv","n":[1,2.5]}}}]}}]}"#,
+        )
+        .expect("chunk");
+        let calls = c.choice.expect("choice").delta.tool_calls.expect("calls");
+        let args = calls[0].function.as_ref().and_then(|f| f.arguments.as_deref()).expect("arguments");
+        assert_eq!(serde_json::from_str::<Value>(args).expect("JSON"), serde_json::json!({"city":"Kyiv","n":[1,2.5]}));
+        let c: ChatChunk<'_> =
+            serde_json::from_str(r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a"}},{"index":1,"function":{"arguments":null}}]}}]}"#)
+                .expect("chunk");
+        let calls = c.choice.expect("choice").delta.tool_calls.expect("calls");
+        assert_eq!(calls[0].function.as_ref().and_then(|f| f.arguments.as_deref()), Some("{\"a"));
+        assert_eq!(calls[1].function.as_ref().and_then(|f| f.arguments.as_deref()), None);
     }
 
     #[test]

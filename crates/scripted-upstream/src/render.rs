@@ -193,6 +193,23 @@ struct ChunkOut<'a> {
     timings: Option<&'a Timings>,
 }
 
+/// A chunk whose delta is a script's raw JSON.
+#[derive(Serialize)]
+struct RawChunkOut<'a> {
+    id: &'a str,
+    object: &'static str,
+    created: u64,
+    model: &'a str,
+    choices: &'a [RawChoiceOut<'a>],
+}
+
+#[derive(Serialize)]
+struct RawChoiceOut<'a> {
+    index: u32,
+    delta: &'a serde_json::Value,
+    finish_reason: Option<&'a str>,
+}
+
 #[derive(Serialize)]
 struct ChoiceDeltaOut<'a> {
     index: u32,
@@ -404,6 +421,11 @@ pub(crate) fn stream_events(
             event(&mut buf, &mut out, delta, None)?;
         }
     }
+    for raw in &script.deltas {
+        let choices = [RawChoiceOut { index: 0, delta: raw, finish_reason: None }];
+        let chunk = RawChunkOut { id: &p.id, object: "chat.completion.chunk", created: p.created, model: p.model, choices: &choices };
+        push_event(&mut buf, &mut out, &chunk)?;
+    }
     event(&mut buf, &mut out, DeltaOut::default(), Some(script.effective_finish_reason()))?;
     if req.include_usage {
         let chunk = ChunkOut {
@@ -433,7 +455,7 @@ pub(crate) fn stream_chunk_count(script: &Script) -> usize {
             split_chars(args.as_deref().unwrap_or(&c.arguments), c.fragment_chars).len()
         })
         .sum();
-    2 + script.reasoning_content.len() + script.text.len() + script.refusal.len() + fragments
+    2 + script.reasoning_content.len() + script.text.len() + script.refusal.len() + fragments + script.deltas.len()
 }
 
 /// The JSON body of a non-streaming `chat.completion` answer.
@@ -510,8 +532,12 @@ mod tests {
         let req = RequestInfo { model: "m".into(), include_usage: false };
         let s = Script::text(&["a", "b"])
             .reasoning(&["r"])
-            .with_tool(ToolCallScript::new("f", "{\"k\":\"vvvvvvvv\"}").pretty(true).fragment_chars(5));
+            .with_tool(ToolCallScript::new("f", "{\"k\":\"vvvvvvvv\"}").pretty(true).fragment_chars(5))
+            .with_deltas([serde_json::json!({"tool_calls":[{"index":0,"function":{"arguments":{"a":1}}}]})]);
         let events = stream_events(&s, &req).unwrap();
         assert_eq!(events.len(), stream_chunk_count(&s) + 1);
+        let raw = std::str::from_utf8(&events[events.len() - 3]).unwrap();
+        let chunk: Value = serde_json::from_str(raw.trim().strip_prefix("data: ").unwrap()).unwrap();
+        assert_eq!(chunk["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"], serde_json::json!({"a":1}), "the raw delta as it is");
     }
 }

@@ -26,7 +26,12 @@ pub struct Script {
     /// Tool calls streamed after the text, in order (`index` 0, 1, …).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCallScript>,
-    /// Defaults to `tool_calls` when there are tool calls, else `stop`.
+    /// Raw chat `delta` objects, each sent as it is in a chunk of its own after the tool
+    /// calls: shapes the fields above cannot make (calls interleaved, two calls under one
+    /// `index`, arguments as an object). Streamed answers (`/v1/chat/completions`) only.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub deltas: Vec<serde_json::Value>,
+    /// Defaults to `tool_calls` when there are tool calls (in `tool_calls` or `deltas`), else `stop`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<String>,
     /// Pause between two consecutive stream chunks; a non-streaming answer waits
@@ -237,6 +242,12 @@ impl Script {
         self
     }
 
+    /// Append raw `delta` objects, one chunk each (see [`Script::deltas`]).
+    pub fn with_deltas(mut self, deltas: impl IntoIterator<Item = serde_json::Value>) -> Self {
+        self.deltas.extend(deltas);
+        self
+    }
+
     /// Set `finish_reason` (e.g. `length` for a truncated call, `content_filter`).
     pub fn finish(mut self, reason: impl Into<String>) -> Self {
         self.finish_reason = Some(reason.into());
@@ -268,7 +279,7 @@ impl Script {
     pub fn effective_finish_reason(&self) -> &str {
         match &self.finish_reason {
             Some(r) => r,
-            None if self.tool_calls.is_empty() => "stop",
+            None if self.tool_calls.is_empty() && !self.deltas.iter().any(|d| d.get("tool_calls").is_some()) => "stop",
             None => "tool_calls",
         }
     }

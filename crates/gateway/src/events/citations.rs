@@ -18,10 +18,13 @@ fn ends_url(c: char) -> bool {
     c.is_whitespace() || matches!(c, ')' | ']' | '>' | '<' | '"' | '\'' | '`' | '}' | '|')
 }
 
-/// Comparable form of a URL: lower-case scheme and host, no fragment, no trailing slash.
+/// Comparable form of a URL: percent-decoded (so `z%C3%BCrich` and `zürich` compare equal,
+/// whichever of the source and the answer is encoded), lower-case scheme and host, no
+/// fragment, no trailing slash.
 pub fn normalize(url: &str) -> String {
     let no_frag = url.split('#').next().unwrap_or(url);
-    let trimmed = no_frag.trim_end_matches('/');
+    let decoded = percent_encoding::percent_decode_str(no_frag).decode_utf8_lossy();
+    let trimmed = decoded.trim_end_matches('/');
     match trimmed.split_once("://") {
         Some((scheme, rest)) => {
             let (host, path) = match rest.find('/') {
@@ -113,6 +116,24 @@ mod tests {
         let text = "See [a](https://a.org/x) and https://b.org/y. Again https://a.org/x, and https://evil.test/z.";
         let anns = annotate(text, &[src("https://a.org/x"), src("https://b.org/y/")]);
         assert_eq!(spans(text, &anns), vec!["[a](https://a.org/x)", "https://b.org/y", "https://a.org/x"]);
+    }
+
+    /// A link matches its source when either of the two is percent-encoded (the model
+    /// writes `ü` for a source's `%C3%BC`, or the other way round); the annotation names the
+    /// source's URL.
+    #[test]
+    fn percent_encoded_and_decoded_forms_match() {
+        let encoded = "https://ex.com/z%C3%BCrich-weather";
+        let decoded = "https://ex.com/zürich-weather";
+        for (written, source) in [(decoded, encoded), (encoded, decoded), ("https://EX.com/z%c3%bcrich-weather/", encoded)] {
+            let text = format!("Rain ([ex]({written})).");
+            let anns = annotate(&text, &[src(source)]);
+            assert_eq!(spans(&text, &anns), vec![format!("([ex]({written}))")], "{written} vs {source}");
+            let Annotation::UrlCitation { url, .. } = &anns[0] else { panic!() };
+            assert_eq!(url, source);
+        }
+        assert_eq!(normalize(encoded), normalize(decoded));
+        assert!(annotate("https://ex.com/z%C3%BCrich-news", &[src(decoded)]).is_empty(), "another page");
     }
 
     #[test]

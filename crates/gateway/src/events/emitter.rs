@@ -32,7 +32,7 @@ pub enum Terminal {
 /// `rate_limit_exceeded`, else `server_error`.
 pub fn response_error_code(code: &str) -> &'static str {
     match code {
-        "upstream_rejected_request" | "context_length_exceeded" | "model_not_found" => "invalid_prompt",
+        "upstream_rejected_request" | "context_length_exceeded" | "model_not_found" | "unsupported_input" => "invalid_prompt",
         "rate_limit_exceeded" => "rate_limit_exceeded",
         _ => "server_error",
     }
@@ -307,11 +307,15 @@ impl Emitter {
     /// `type` is the one a non-streamed body with the same code has.
     pub fn error_event(&mut self, code: &str, message: &str) {
         let kind = match code {
-            "upstream_rejected_request" | "context_length_exceeded" | "model_not_found" => "invalid_request_error",
+            "upstream_rejected_request" | "context_length_exceeded" | "model_not_found" | "unsupported_input" => "invalid_request_error",
             "rate_limit_exceeded" => "rate_limit_error",
             _ => "server_error",
         };
-        let param = (code == "model_not_found").then(|| "model".to_string());
+        let param = match code {
+            "model_not_found" => Some("model".to_string()),
+            "unsupported_input" => Some("input".to_string()),
+            _ => None,
+        };
         self.emit(EventKind::Error {
             code: Some(code.to_string()),
             message: message.to_string(),

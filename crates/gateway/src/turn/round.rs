@@ -14,6 +14,7 @@ use crate::events::file_citations::{FileSources, MarkerFilter};
 use crate::events::ids::new_id;
 use crate::tools::custom::{arguments_from_input, input_from_arguments, InputDecoder};
 use crate::tools::{Owner, ToolEntry, ToolSet};
+use crate::upstream::leaked_calls::{LeakFilter, Piece};
 use crate::upstream::{FinishReason, UpstreamEvent};
 
 /// A call received in the current round, under its model-visible name.
@@ -56,7 +57,16 @@ pub struct Round {
     /// `parallel_tool_calls: false`: calls after the round's first are dropped (servers that
     /// ignore the flag still send several).
     single_call: bool,
+    /// Recovers calls written as text, when tools are offered.
+    leaks: Option<LeakFilter>,
+    /// Calls recovered from text so far (their `index` follows [`RECOVERED_INDEX`]).
+    recovered: usize,
+    /// The leak filter's output, reused from delta to delta.
+    pieces: Vec<Piece>,
 }
+
+/// The `index` of the first call recovered from text: far above the upstream's calls.
+const RECOVERED_INDEX: usize = usize::MAX / 2;
 
 impl Round {
     /// A round; `last`: sent without tools; `single_call`: `parallel_tool_calls: false`.
@@ -71,10 +81,68 @@ impl Round {
         self
     }
 
+    /// The same round recovering the calls the model writes as text ([`LeakFilter`]);
+    /// `bare_json`: also an answer that is one bare or fenced JSON call (off when the client
+    /// asked for a JSON answer).
+    pub fn with_leak_recovery(mut self, bare_json: bool) -> Self {
+        self.leaks = Some(LeakFilter::new(bare_json));
+        self
+    }
+
     /// Applies one upstream event. `files` are the turn's file-search chunks: with file
     /// search declared, citation markers leave the text and become `file_citation`s.
     /// `sources` are this turn's search sources (for a message closed early).
     pub fn on_event(&mut self, ev: UpstreamEvent, tools: &ToolSet, emitter: &mut Emitter, usage: &mut Usage, files: &FileSources, sources: &[Source]) {
+        match ev {
+            UpstreamEvent::Usage(u) => usage.add(&u),
+            UpstreamEvent::Text(delta) => match &mut self.leaks {
+                Some(filter) => {
+                    let mut pieces = std::mem::take(&mut self.pieces);
+                    filter.feed(delta, &|n| tools.lookup(n).is_some(), &mut pieces);
+                    self.apply_pieces(&mut pieces, tools, emitter, files, sources);
+                    self.pieces = pieces;
+                }
+                None => self.apply(UpstreamEvent::Text(delta), tools, emitter, files, sources),
+            },
+            // Text held as possible call markup is resolved before anything else is shown.
+            UpstreamEvent::Reasoning(_) | UpstreamEvent::Refusal(_) | UpstreamEvent::ToolCall { .. } => {
+                self.end_text(tools, emitter, files, sources);
+                if let (Some(filter), false) = (&mut self.leaks, matches!(ev, UpstreamEvent::Reasoning(_))) {
+                    filter.answer_began();
+                }
+                self.apply(ev, tools, emitter, files, sources);
+            }
+            other => self.apply(other, tools, emitter, files, sources),
+        }
+    }
+
+    /// Ends the round's text: markup still held becomes calls, or text. Called when the
+    /// stream ended well, and before any output other than text.
+    pub fn end_text(&mut self, tools: &ToolSet, emitter: &mut Emitter, files: &FileSources, sources: &[Source]) {
+        let Some(filter) = &mut self.leaks else { return };
+        let mut pieces = Vec::new();
+        filter.finish(&|n| tools.lookup(n).is_some(), &mut pieces);
+        self.apply_pieces(&mut pieces, tools, emitter, files, sources);
+    }
+
+    /// Applies what the leak filter gave: text as text, a recovered call as the upstream's
+    /// call (one fragment, its whole arguments), so it goes on as any call does.
+    fn apply_pieces(&mut self, pieces: &mut Vec<Piece>, tools: &ToolSet, emitter: &mut Emitter, files: &FileSources, sources: &[Source]) {
+        for piece in pieces.drain(..) {
+            let ev = match piece {
+                Piece::Text(text) => UpstreamEvent::Text(text),
+                Piece::Call(call) => {
+                    tracing::debug!(name = %call.name, "a call the model wrote as text is recovered");
+                    let index = RECOVERED_INDEX + self.recovered;
+                    self.recovered += 1;
+                    UpstreamEvent::ToolCall { index, id: None, name: Some(call.name), arguments: Some(call.arguments) }
+                }
+            };
+            self.apply(ev, tools, emitter, files, sources);
+        }
+    }
+
+    fn apply(&mut self, ev: UpstreamEvent, tools: &ToolSet, emitter: &mut Emitter, files: &FileSources, sources: &[Source]) {
         match ev {
             UpstreamEvent::Reasoning(delta) => {
                 self.close_streamed_calls(tools, emitter);
@@ -135,14 +203,15 @@ impl Round {
                 emitter.refusal_delta(idx, delta);
             }
             UpstreamEvent::ToolCall { index, id, name, arguments } => {
-                let another = !self.calls.is_empty() && !self.calls.iter().any(|c| c.index == index);
-                if self.last || (self.single_call && another) {
+                let known = self.calls.iter().position(|c| c.index == index);
+                if self.last || (self.single_call && known.is_none() && !self.calls.is_empty()) {
                     return;
                 }
-                // A fragment of a call whose item is done (the closing of a native custom
-                // call's re-encoded input, which comes at the finish; or an upstream that
-                // interleaves calls) changes nothing: the call was whole when it closed.
-                if self.calls.iter().any(|c| c.index == index && c.closed) {
+                // A fragment of a call whose item is done changes nothing: the call was whole
+                // JSON when it closed (at most whitespace follows), or the model went on to
+                // text before it (the closing of a native custom call's re-encoded input,
+                // which comes at the finish).
+                if known.is_some_and(|p| self.calls[p].closed) {
                     tracing::debug!(index, "a fragment of a call whose item is done; ignored");
                     return;
                 }
@@ -150,20 +219,15 @@ impl Round {
                 // A round that makes calls is work in progress: its text is done
                 // (`commentary`) before the first call's item is added.
                 self.end_message_early(emitter, sources);
-                let pos = match self.calls.iter().position(|c| c.index == index) {
-                    Some(p) => p,
-                    None => {
-                        // Servers stream calls one after another: a new index means the
-                        // streamed calls before it are whole, and their items are done now.
-                        self.close_streamed_calls(tools, emitter);
-                        self.calls.push(PendingCall { index, ..Default::default() });
-                        self.calls.len() - 1
-                    }
-                };
+                let pos = known.unwrap_or_else(|| {
+                    self.calls.push(PendingCall { index, ..Default::default() });
+                    self.calls.len() - 1
+                });
                 let call = &mut self.calls[pos];
                 // The upstream's ids are not trusted to be unique (servers reuse `call_0`
                 // across turns, or send none): every call gets the gateway's own id, which
-                // is also what the upstream sees in later rounds.
+                // is also what the upstream sees in later rounds. (The adapter has used them
+                // to tell calls apart: `index` is the call's number in the round.)
                 let _ = id;
                 if let Some(n) = name {
                     if call.output_index.is_none() {
@@ -172,24 +236,10 @@ impl Round {
                 }
                 let piece = arguments.unwrap_or_default();
                 call.arguments.push_str(&piece);
-                match call.output_index {
-                    Some(idx) => call.stream_piece(idx, piece, emitter),
-                    None => {
-                        // A client-owned call streams as soon as its name is known, unless
-                        // an earlier call of this round is the gateway's: then it waits for
-                        // the end of the round, so `output` keeps the model's call order
-                        // (gateway items are recorded before client calls are surfaced).
-                        let after_gateway = self.calls[..pos]
-                            .iter()
-                            .any(|c| tools.lookup(&c.name).is_none_or(|e| e.owner != Owner::Client));
-                        let call = &mut self.calls[pos];
-                        if let Some(entry) = tools.lookup(&call.name).filter(|e| e.owner == Owner::Client && !after_gateway) {
-                            let idx = call.start_client_item(entry, emitter);
-                            let so_far = call.arguments.clone();
-                            call.stream_piece(idx, so_far, emitter);
-                        }
-                    }
+                if let Some(idx) = call.output_index {
+                    call.stream_piece(idx, piece, emitter);
                 }
+                self.advance_calls(tools, emitter, false);
             }
             UpstreamEvent::Finish(r) => self.finish = Some(r),
             UpstreamEvent::OpaqueItem(item) => {
@@ -210,7 +260,7 @@ impl Round {
                 }
                 self.upstream_items.push(item)
             }
-            UpstreamEvent::Usage(u) => usage.add(&u),
+            UpstreamEvent::Usage(_) => {}
         }
     }
 
@@ -261,6 +311,13 @@ impl Round {
         }
     }
 
+    /// For a round cut short, before [`Round::close_all`]: text held as possible call markup
+    /// goes on as the text it is (no call is recovered from a cut round).
+    pub fn release_text(&mut self, tools: &ToolSet, emitter: &mut Emitter, files: &FileSources, sources: &[Source]) {
+        let Some(held) = self.leaks.as_mut().map(LeakFilter::release).filter(|h| !h.is_empty()) else { return };
+        self.apply(UpstreamEvent::Text(held), tools, emitter, files, sources);
+    }
+
     /// Closes every open item (message and streamed calls) with `status`; returns the
     /// message text.
     pub fn close_all(&mut self, emitter: &mut Emitter, status: ItemStatus, sources: &[Source]) -> String {
@@ -285,13 +342,44 @@ impl Round {
             .collect()
     }
 
-    /// Completes the streamed client calls whose items are still open.
-    fn close_streamed_calls(&mut self, tools: &ToolSet, emitter: &mut Emitter) {
-        for call in self.calls.iter_mut().filter(|c| c.output_index.is_some() && !c.closed) {
-            let custom = tools.lookup(&call.name).is_some_and(ToolEntry::is_custom);
-            call.finish_item(custom, emitter);
+    /// Completes the client calls that can be surfaced now, in the model's order (the model
+    /// went on to text or reasoning, or the round ended): see [`Round::advance_calls`].
+    pub fn close_streamed_calls(&mut self, tools: &ToolSet, emitter: &mut Emitter) {
+        self.advance_calls(tools, emitter, true);
+    }
+
+    /// Streams the round's client calls one item at a time, in the model's order, whatever
+    /// order their fragments come in: the first call whose item is not done is added (with
+    /// its arguments so far as one delta) and streams. It is done once its arguments are
+    /// whole JSON and a later call has begun (or, with `flush`, at once), and the next call
+    /// is added. A later call's fragments meanwhile only accumulate, so none is lost when
+    /// servers interleave calls. A gateway call, or a name not offered, holds every later
+    /// call back until the end of the round (gateway items come first).
+    fn advance_calls(&mut self, tools: &ToolSet, emitter: &mut Emitter, flush: bool) {
+        let count = self.calls.len();
+        for (i, call) in self.calls.iter_mut().enumerate() {
+            if call.closed {
+                continue;
+            }
+            let Some(entry) = tools.lookup(&call.name).filter(|e| e.owner == Owner::Client) else { return };
+            if call.output_index.is_none() {
+                let idx = call.start_client_item(entry, emitter);
+                let so_far = call.arguments.clone();
+                call.stream_piece(idx, so_far, emitter);
+            }
+            if !(flush || (i + 1 < count && whole_json(&call.arguments))) {
+                return;
+            }
+            call.finish_item(entry.is_custom(), emitter);
         }
     }
+}
+
+/// True when `args` is a whole JSON value ending in `}` or `]` (a call's arguments are
+/// closed); parsed only when its last character can close one.
+fn whole_json(args: &str) -> bool {
+    let t = args.trim_end();
+    (t.ends_with('}') || t.ends_with(']')) && serde_json::from_str::<serde::de::IgnoredAny>(t).is_ok()
 }
 
 impl PendingCall {

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use protocol::output::ItemStatus;
+use protocol::request::TextFormat;
 use protocol::response::Usage;
 use protocol::Response;
 
@@ -14,7 +15,7 @@ use crate::events::citations::Source;
 use crate::events::file_citations::FileSources;
 use std::sync::Arc;
 use crate::tools::custom::arguments_from_input;
-use crate::tools::{BindCtx, CallItem, Owner, ToolChoice};
+use crate::tools::{BindCtx, CallItem, Owner, ToolChoice, ToolSet};
 use crate::turn::execute::{self, Observed, ToolResult};
 use crate::turn::round::Round;
 use crate::transcript::{Call, Transcript};
@@ -23,6 +24,9 @@ use crate::turn::observer::{NoObserver, RoundReport, TurnInfo, TurnObserver, Tur
 use crate::upstream::{FinishReason, ModelClient, RoundRequest, UpstreamError, UpstreamEvent};
 use tokio::time::Instant;
 use futures_util::StreamExt;
+
+/// The answer to a gateway call beyond `max_tool_calls`.
+const MAX_TOOL_CALLS: &str = "error: max_tool_calls reached; this call was not executed. Answer with what you have.";
 
 /// Loop bounds (from `[tools]`).
 #[derive(Debug, Clone, Copy)]
@@ -96,12 +100,24 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
             }
             sampling.max_tokens = Some(left);
         }
-        let declared = if last { Vec::new() } else { tools.upstream_tools(&choice) };
+        // Once `max_tool_calls` gateway calls ran, the gateway's tools are no longer offered
+        // (client tools still are), so the model answers instead of calling them again.
+        let spent = max_tool_calls.is_some_and(|cap| executed >= cap);
+        let mut declared = if last { Vec::new() } else { tools.upstream_tools(&choice) };
+        if spent {
+            declared.retain(|t| tools.lookup(&t.name).is_some_and(|e| e.owner == Owner::Client));
+        }
+        let round_choice = match &choice {
+            _ if declared.is_empty() => ToolChoice::None,
+            // A choice that forces a gateway tool (`max_tool_calls: 0`) is not kept.
+            c if spent => c.clone().relaxed(),
+            c => c.clone(),
+        };
         let req = RoundRequest {
             model: &upstream_model,
             transcript: &transcript,
             tools: &declared,
-            tool_choice: if last { &ToolChoice::None } else { &choice },
+            tool_choice: &round_choice,
             sampling: &sampling,
         };
         // Only the tools offered this round count: under `tool_choice: "none"` (and in the
@@ -111,6 +127,12 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
         let restricted = tools.restricted_to(&declared);
         let offered = restricted.as_ref().unwrap_or(&tools);
         let mut round = Round::new(last, sampling.parallel_tool_calls == Some(false)).with_encrypted_reasoning(sampling.encrypted_reasoning);
+        if !declared.is_empty() {
+            // A call the model writes as text (a server whose tool parser failed) is
+            // recovered; a bare JSON answer only when the client did not ask for JSON.
+            let json_answer = matches!(sampling.text_format, Some(TextFormat::JsonObject | TextFormat::JsonSchema { .. }));
+            round = round.with_leak_recovery(!json_answer);
+        }
         observer.round_started(&info, round_no);
         done_ctx.rounds = round_no + 1;
         let round_start = Instant::now();
@@ -138,7 +160,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
             () = cancel.cancelled() => {
                 usage.add(&round_usage);
                 observer.round_done(&info, &RoundReport { round: round_no, latency: round_start.elapsed(), usage: round_usage, error: Some("interrupted") });
-                close_cut_round(&mut round, emitter, &sources, &mut transcript);
+                close_cut_round(&mut round, offered, emitter, &files, &sources, &mut transcript);
                 return finish(&done_ctx, emitter, transcript, &mut files, Terminal::Interrupted, usage, None);
             }
         };
@@ -149,8 +171,8 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
             // Upstream messages never hold the URL's credentials or the key (`UpstreamError`).
             // Debug-quoted: an upstream message with line breaks cannot forge log lines.
             tracing::warn!(code = err.code(), error = ?err.to_string(), "turn failed on the upstream");
-            close_cut_round(&mut round, emitter, &sources, &mut transcript);
-            let terminal = Terminal::Failed { code: err.code().into(), message: err.to_string() };
+            close_cut_round(&mut round, offered, emitter, &files, &sources, &mut transcript);
+            let terminal = Terminal::Failed { code: err.code().into(), message: err.client_message() };
             return finish(&done_ctx, emitter, transcript, &mut files, terminal, usage, Some(err));
         }
         // A truncated round is never executed: its calls are closed as incomplete.
@@ -160,9 +182,11 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
             _ => None,
         };
         if let Some(reason) = truncated {
-            close_cut_round(&mut round, emitter, &sources, &mut transcript);
+            close_cut_round(&mut round, offered, emitter, &files, &sources, &mut transcript);
             return finish(&done_ctx, emitter, transcript, &mut files, Terminal::Incomplete(reason.into()), usage, None);
         }
+        // Call markup still held at the end of the text becomes calls (or text).
+        round.end_text(offered, emitter, &files, &sources);
         // The last round went upstream without tools: a call the model writes anyway was
         // dropped as it came (neither executed nor returned), and the turn ends with its answer.
         let text = round.close_message(emitter, ItemStatus::Completed, &sources);
@@ -171,6 +195,9 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
             push_text(&mut transcript, text);
             return finish(&done_ctx, emitter, transcript, &mut files, Terminal::Completed, usage, None);
         }
+        // Client calls still open (or held back behind one) are done before any gateway
+        // call's item is added: items never overlap.
+        round.close_streamed_calls(offered, emitter);
         let mut gateway = Vec::new();
         let mut answers: Vec<ToolResult> = Vec::new();
         let mut client = Vec::new();
@@ -191,6 +218,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
             transcript_calls.push(Call { call_id: call.call_id.clone(), name: call.name.clone(), arguments: call.arguments.clone() });
             let reject = |content: String| ToolResult { call_id: call.call_id.clone(), content, continuation: None };
             match offered.lookup(&call.name) {
+                None if spent && tools.lookup(&call.name).is_some_and(|e| e.owner == Owner::Gateway) => answers.push(reject(MAX_TOOL_CALLS.into())),
                 None => answers.push(reject(format!(
                     "error: there is no tool named '{}'. Use one of the declared tools or answer directly.",
                     call.name
@@ -198,9 +226,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
                 Some(entry) if entry.owner == Owner::Client => client.push(call.index),
                 Some(entry) => match execute::validate(entry, &call.arguments) {
                     Err(msg) => answers.push(reject(msg)),
-                    Ok(_) if max_tool_calls.is_some_and(|cap| executed >= cap) => answers.push(reject(
-                        "error: max_tool_calls reached; this call was not executed. Answer with what you have.".into(),
-                    )),
+                    Ok(_) if max_tool_calls.is_some_and(|cap| executed >= cap) => answers.push(reject(MAX_TOOL_CALLS.into())),
                     Ok(args) => match entry.tool.bind(&call.call_id, &args, &BindCtx { native: entry.upstream.is_native(), ..bind_ctx }) {
                         Ok(invocation) => {
                             executed += 1;
@@ -246,10 +272,12 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
     finish(&done_ctx, emitter, transcript, &mut files, Terminal::Completed, usage, None)
 }
 
-/// Ends a round cut short (failure, truncation, cancel): its open items close
-/// `incomplete`; its text and the calls already done as `completed` (the client may answer
-/// them) go into the history; the rest of its calls never happened.
-fn close_cut_round(round: &mut Round, emitter: &mut Emitter, sources: &[Source], transcript: &mut Transcript) {
+/// Ends a round cut short (failure, truncation, cancel): text held as possible call markup
+/// is text; its open items close `incomplete`; its text and the calls already done as
+/// `completed` (the client may answer them) go into the history; the rest of its calls
+/// never happened.
+fn close_cut_round(round: &mut Round, tools: &ToolSet, emitter: &mut Emitter, files: &FileSources, sources: &[Source], transcript: &mut Transcript) {
+    round.release_text(tools, emitter, files, sources);
     let calls = round.completed_calls();
     let text = round.close_all(emitter, ItemStatus::Incomplete, sources);
     transcript.push_upstream_items(std::mem::take(&mut round.upstream_items));

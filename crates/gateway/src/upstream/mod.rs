@@ -7,6 +7,7 @@
 pub mod chat;
 pub mod connect;
 pub mod http;
+pub mod leaked_calls;
 pub mod redact;
 pub mod responses;
 pub mod sse;
@@ -235,9 +236,11 @@ impl UpstreamError {
     /// prompt does not fit the model's context, as vLLM, llama.cpp, Ollama and OpenAI word
     /// it), `upstream_rejected_request` (any other 400/413/422), `model_not_found`
     /// ([`UpstreamError::UnknownModel`]), `rate_limit_exceeded` (429), `upstream_timeout`,
-    /// else `upstream_error`.
+    /// `unsupported_input` (the model takes no image or audio input: see
+    /// [`UpstreamError::unsupported_input`]), else `upstream_error`.
     pub fn code(&self) -> &'static str {
         match self {
+            _ if self.unsupported_input().is_some() => "unsupported_input",
             UpstreamError::UnknownModel(_) => "model_not_found",
             UpstreamError::Status { status: 400 | 413 | 422, message } if is_context_length(message) => {
                 "context_length_exceeded"
@@ -264,6 +267,41 @@ impl UpstreamError {
     }
 }
 
+impl UpstreamError {
+    /// The kind of input (`"image"`, `"audio"`, or `"image or audio"`) the model does not
+    /// accept, when the upstream's error says so, whatever its status: llama.cpp without
+    /// `--mmproj` (500 `image input is not supported - hint: …`, or `audio input …`), vLLM
+    /// serving a text-only model (400 `… is not a multimodal model`, or `At most 0 image(s)
+    /// may be provided …`), Ollama (`this model is missing data required for image input`,
+    /// or `… does not support images`).
+    pub fn unsupported_input(&self) -> Option<&'static str> {
+        let UpstreamError::Status { message, .. } = self else { return None };
+        let m = message.to_ascii_lowercase();
+        let says = |patterns: &[&str]| patterns.iter().any(|p| m.contains(p));
+        if says(&["image input is not supported", "required for image input", "does not support image", "at most 0 image"]) {
+            Some("image")
+        } else if says(&["audio input is not supported", "required for audio input", "does not support audio", "at most 0 audio"]) {
+            Some("audio")
+        } else if says(&["is not a multimodal model"]) {
+            Some("image or audio")
+        } else {
+            None
+        }
+    }
+
+    /// The message the client gets (the non-streamed error's and the `error` event's): the
+    /// error itself, or, for input the model does not accept, what it does not accept
+    /// followed by the upstream's words.
+    pub fn client_message(&self) -> String {
+        match (self.unsupported_input(), self) {
+            (Some(kind), UpstreamError::Status { message, .. }) => {
+                format!("The model does not accept {kind} input; send text only, or use a model that takes {kind} input (upstream: {message})")
+            }
+            _ => self.to_string(),
+        }
+    }
+}
+
 /// True when an upstream error message says the prompt exceeds the model's context.
 fn is_context_length(message: &str) -> bool {
     let m = message.to_ascii_lowercase();
@@ -272,7 +310,8 @@ fn is_context_length(message: &str) -> bool {
 
 impl UpstreamError {
     /// The error of a non-streamed turn that failed on the upstream: the upstream's
-    /// own request errors (400, 413, 422) are the client's 400, an unknown model is a 404
+    /// own request errors (400, 413, 422) and input the model does not accept (whatever the
+    /// upstream's status) are the client's 400, an unknown model is a 404
     /// naming `model`, and a 429 stays a 429, so SDKs do not retry a request that cannot
     /// succeed; a timeout is a 504; anything else
     /// (unreachable, 5xx, auth or routing errors of the gateway's own credentials, broken
@@ -282,15 +321,25 @@ impl UpstreamError {
         let code = self.code();
         let (status, kind) = match self {
             _ if code == "model_not_found" => (ErrorKind::NotFound, "invalid_request_error"),
+            _ if code == "unsupported_input" => (ErrorKind::BadRequest, "invalid_request_error"),
             UpstreamError::Status { status: 400 | 413 | 422, .. } => (ErrorKind::BadRequest, "invalid_request_error"),
             UpstreamError::Status { status: 429, .. } => (ErrorKind::RateLimited, "rate_limit_error"),
             UpstreamError::Timeout(_) => (ErrorKind::GatewayTimeout, "server_error"),
             _ => (ErrorKind::BadGateway, "server_error"),
         };
-        let param = (code == "model_not_found").then(|| "model".to_string());
         crate::error::GatewayError {
             kind: status,
-            error: protocol::ApiError { message: self.to_string(), kind: kind.into(), param, code: Some(code.into()) },
+            error: protocol::ApiError { message: self.client_message(), kind: kind.into(), param: error_param(code), code: Some(code.into()) },
         }
+    }
+}
+
+/// The `param` of a failure's error object, by its `code`: `model` for an unknown model,
+/// `input` for input the model does not accept.
+fn error_param(code: &str) -> Option<String> {
+    match code {
+        "model_not_found" => Some("model".to_string()),
+        "unsupported_input" => Some("input".to_string()),
+        _ => None,
     }
 }

@@ -104,6 +104,42 @@ async fn upstream_rejection_has_one_code_streamed_or_not() {
     assert_eq!(s.response["error"]["code"], "server_error", "a server failure may be retried");
 }
 
+/// Image or audio input that the model cannot take (llama.cpp without `--mmproj` answers 500,
+/// vLLM 400, Ollama 500 or 400) is the client's 400 `invalid_request_error`
+/// (`unsupported_input`, param `input`) saying so, not a 502; streamed, the `error` event
+/// and `response.failed` carry it.
+#[tokio::test]
+async fn input_the_model_cannot_take_is_a_400() {
+    let h = Harness::start().await;
+    let image = json!([{"role":"user","content":[{"type":"input_text","text":"what is this?"},{"type":"input_image","image_url":"data:image/png;base64,iVBORw0KGgo="}]}]);
+    for (status, body, kind) in [
+        (500, r#"{"error":{"code":500,"message":"image input is not supported - hint: if this is unexpected, you may need to provide the mmproj","type":"server_error"}}"#, "image"),
+        (500, r#"{"error":{"code":500,"message":"image input is not supported by this server","type":"server_error"}}"#, "image"),
+        (500, r#"{"error":{"code":500,"message":"audio input is not supported - hint: if this is unexpected, you may need to provide the mmproj","type":"server_error"}}"#, "audio"),
+        (400, r#"{"object":"error","message":"Qwen2ForCausalLM is not a multimodal model","type":"BadRequestError","param":null,"code":400}"#, "image or audio"),
+        (400, r#"{"object":"error","message":"At most 0 image(s) may be provided in one prompt.","type":"BadRequestError","param":null,"code":400}"#, "image"),
+        (500, r#"{"error":{"message":"this model is missing data required for image input","type":"api_error"}}"#, "image"),
+    ] {
+        h.upstream.push(Script::http_error(status, body));
+        let (got, resp) = h.post(json!({"model":"m","input":image})).await;
+        let e = error_of(&resp);
+        assert_eq!((got, &e["type"], &e["code"], &e["param"]), (400, &json!("invalid_request_error"), &json!("unsupported_input"), &json!("input")), "{body}: {resp}");
+        let message = e["message"].as_str().unwrap();
+        assert!(message.starts_with(&format!("The model does not accept {kind} input")), "{message}");
+        h.upstream.push(Script::http_error(status, body));
+        let s = h.stream(json!({"model":"m","input":image})).await;
+        assert_failed_stream(&s);
+        let err = &s.of_type("error")[0];
+        assert_eq!((&err["code"], &err["param"], &err["error"]["type"]), (&json!("unsupported_input"), &json!("input"), &json!("invalid_request_error")), "{body}");
+        assert_eq!(err["message"].as_str(), Some(message), "the same message streamed or not");
+        assert_eq!(s.response["error"]["code"], "invalid_prompt", "one of the SDK's codes, not retried");
+    }
+    // Another 500 is still the gateway's 502.
+    h.upstream.push(Script::http_error(500, r#"{"error":{"message":"failed to load image decoder"}}"#));
+    let (got, resp) = h.post(json!({"model":"m","input":image})).await;
+    assert_eq!((got, &error_of(&resp)["code"]), (502, &json!("upstream_error")), "{resp}");
+}
+
 #[tokio::test]
 async fn upstream_unreachable_never_leaks_credentials() {
     let var = "RG_TEST_KEY_UNREACHABLE";

@@ -205,3 +205,23 @@ async fn replayed_reasoning_items_go_back_with_their_encrypted_content() {
     let (_, plain) = h.post(json!({"model":"m","input":"x","store":false})).await;
     assert!(plain["output"][0].get("encrypted_content").is_none(), "{plain}");
 }
+
+/// A call the model wrote as text comes back as a call on a Responses upstream too (the
+/// same round reads both upstreams' text), and goes back to that upstream as a
+/// `function_call` item with its output.
+#[tokio::test]
+async fn a_call_written_as_text_is_recovered_on_a_responses_upstream() {
+    let h = on_responses().await;
+    let tools = json!([{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]);
+    h.upstream.push(Script::text(&["<tool_call>{\"name\": \"get_weather\", ", "\"arguments\": {\"city\": \"Oslo\"}}</tool_call>"]));
+    let s = h.stream(json!({"model":"m","input":"weather?","tools":tools,"store":true})).await;
+    assert_eq!(types(&s.response), ["function_call"], "{}", s.response);
+    assert_eq!(s.response["output"][0]["arguments"], r#"{"city":"Oslo"}"#);
+    let answer = json!([{"type":"function_call_output","call_id":s.response["output"][0]["call_id"],"output":"sunny"}]);
+    h.upstream.push(Script::text(&["Sunny."]));
+    let (status, body) = h.post(json!({"model":"m","input":answer,"tools":tools,"previous_response_id":s.response["id"]})).await;
+    assert_eq!(status, 200, "{body}");
+    let up = h.upstream.requests().pop().unwrap().body;
+    let call = up["input"].as_array().unwrap().iter().find(|i| i["type"] == "function_call").cloned().unwrap_or_default();
+    assert_eq!((call["name"].as_str(), call["arguments"].as_str()), (Some("get_weather"), Some(r#"{"city":"Oslo"}"#)), "{up}");
+}

@@ -184,6 +184,44 @@ async fn max_tool_calls_caps_gateway_execution() {
     assert!(tm[1]["content"].as_str().unwrap().contains("max_tool_calls"));
 }
 
+/// Once `max_tool_calls` gateway calls ran, the next round goes upstream without the
+/// gateway's tools (client tools are still declared; with none, no tools at all), so the
+/// model answers at once instead of spending rounds on calls answered "max_tool_calls
+/// reached". A model that calls a gateway tool anyway gets that answer, not "no tool named".
+#[tokio::test]
+async fn max_tool_calls_reached_drops_the_gateway_tools() {
+    let h = Harness::start().await;
+    let names = |body: &Value| -> Vec<String> {
+        body["tools"].as_array().map(|t| t.iter().map(|t| t["function"]["name"].as_str().unwrap().to_string()).collect()).unwrap_or_default()
+    };
+    for (tools, left) in [(json!([pv(), weather()]), vec!["get_weather".to_string()]), (json!([pv()]), vec![])] {
+        h.upstream.reset();
+        h.upstream.push(Script::tool_call("package_version", r#"{"input":"axum"}"#));
+        h.upstream.push(Script::tool_call("package_version", r#"{"input":"tokio"}"#));
+        h.upstream.push(Script::text(&["Both are installed."]));
+        let (status, body) = h.post(json!({"model":"m","input":"versions?","tools":tools,"max_tool_calls":2})).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(types(&body), ["custom_tool_call", "custom_tool_call_output", "custom_tool_call", "custom_tool_call_output", "message"]);
+        let reqs = h.upstream.requests();
+        assert_eq!(reqs.len(), 3, "two rounds of calls, then the answer");
+        assert!(names(&reqs[1].body).contains(&"package_version".to_string()), "one call left in the budget");
+        assert_eq!(names(&reqs[2].body), left, "the spent gateway tool is not offered: {}", reqs[2].body);
+        assert_eq!(reqs[2].body.get("tool_choice").is_some(), !left.is_empty());
+    }
+    // A model that calls it anyway (it ignores the declarations) is answered as over budget.
+    h.upstream.reset();
+    h.upstream.push(Script::tool_call("package_version", r#"{"input":"axum"}"#));
+    h.upstream.push(Script::tool_call("package_version", r#"{"input":"tokio"}"#));
+    h.upstream.push(Script::text(&["axum is installed."]));
+    let (status, body) = h.post(json!({"model":"m","input":"versions?","tools":[pv()],"max_tool_calls":1})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(types(&body), ["custom_tool_call", "custom_tool_call_output", "message"]);
+    let reqs = h.upstream.requests();
+    assert_eq!(names(&reqs[1].body), Vec::<String>::new());
+    let answer = tool_messages(&reqs[2].body)[1]["content"].as_str().unwrap().to_string();
+    assert!(answer.contains("max_tool_calls reached"), "{answer}");
+}
+
 #[tokio::test]
 async fn gateway_calls_run_in_parallel_within_the_limit() {
     let slow = TestTool::new("slow", 300, false);

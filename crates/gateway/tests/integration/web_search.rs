@@ -498,3 +498,33 @@ async fn unreachable_backend_is_a_failed_call_the_model_is_told_about() {
     assert!(out.starts_with("error: web search failed") && out.contains("unreachable"), "{out}");
     assert!(!out.contains("No results"), "not an empty result: {out}");
 }
+
+/// A source link matches its source when one of the two forms is percent-encoded: the model
+/// writes `zürich` for a result's `z%C3%BCrich`, or `%C3%A9` for a result's `é`. Each gets a
+/// `url_citation` naming the result's URL.
+#[tokio::test]
+async fn percent_encoded_links_are_cited() {
+    let (h, fx) = with_searxng().await;
+    let encoded = "https://weather.example.org/z%C3%BCrich-weather";
+    let plain = "https://news.example.org/caf\u{e9}-guide";
+    let hit = |url: &str, title: &str| json!({"url": url, "title": title, "content": "x", "engine": "ddg", "engines": ["ddg"], "score": 1.0});
+    fx.set(Mode::Ok(json!({"results": [hit(encoded, "Zürich weather"), hit(plain, "Café guide")]})));
+    h.upstream.push(search_call("zurich weather"));
+    h.upstream.push(Script::text(&["Rain ([w](https://weather.example.org/zürich-weather)); cafés: https://news.example.org/caf%C3%A9-guide."]));
+    let s = h.stream(json!({"model":"m","input":"weather in Zürich?","tools":[{"type":"web_search"}]})).await;
+    assert_eq!(s.terminal_type(), "response.completed");
+    let msg = s.response["output"].as_array().unwrap().iter().rev().find(|i| i["type"] == "message").unwrap().clone();
+    let text = msg["content"][0]["text"].as_str().unwrap();
+    let anns = msg["content"][0]["annotations"].as_array().unwrap();
+    let cited: Vec<(String, &str)> = anns
+        .iter()
+        .map(|a| (slice(text, a["start_index"].as_u64().unwrap(), a["end_index"].as_u64().unwrap()), a["url"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        cited,
+        [
+            ("([w](https://weather.example.org/zürich-weather))".to_string(), encoded),
+            ("https://news.example.org/caf%C3%A9-guide".to_string(), plain),
+        ]
+    );
+}

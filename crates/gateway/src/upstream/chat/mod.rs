@@ -18,7 +18,10 @@ use crate::upstream::http::HttpUpstream;
 use crate::upstream::sse::{SseParser, SseRound};
 use crate::upstream::{FinishReason, ModelClient, RoundRequest, UpstreamCaps, UpstreamError, UpstreamEvent, UpstreamStream};
 
+pub mod calls;
 pub mod request;
+
+use calls::CallSlots;
 
 /// A configured chat-completions upstream.
 #[derive(Debug, Clone)]
@@ -93,8 +96,10 @@ impl SseRound<ChatParser> {
 #[derive(Debug, Default)]
 pub struct ChatParser {
     finished: bool,
-    /// Native custom calls whose re-encoded arguments are still open.
+    /// Native custom calls (by call number) whose re-encoded arguments are still open.
     open_custom: Vec<usize>,
+    /// The round's calls by `index` and `id`.
+    slots: CallSlots,
 }
 
 impl SseParser for ChatParser {
@@ -105,7 +110,7 @@ impl SseParser for ChatParser {
             }
             return Ok(true);
         }
-        parse_chunk(data, out, &mut self.finished, &mut self.open_custom)?;
+        self.parse_chunk(data, out)?;
         Ok(false)
     }
 
@@ -151,85 +156,85 @@ fn completion_as_sse(body: &[u8]) -> Bytes {
     Bytes::from(format!("data: {chunk}\n\ndata: [DONE]\n\n"))
 }
 
-/// Parses one `chat.completion.chunk` into events (choice 0 only).
-/// `open_custom` holds the indices of native custom calls whose arguments are still open.
-pub fn parse_chunk(
-    data: &str,
-    out: &mut VecDeque<UpstreamEvent>,
-    finished: &mut bool,
-    open_custom: &mut Vec<usize>,
-) -> Result<(), UpstreamError> {
-    let chunk: ChatChunk<'_> =
-        serde_json::from_str(data).map_err(|_| UpstreamError::Protocol("malformed chunk".into()))?;
-    // An error sent inside the 200 stream (`{"error":{…}}`, or vLLM's top-level
-    // `{"object":"error",…}`) is the upstream's error: its `code`, when an HTTP status,
-    // classifies it as a response with that status would be (e.g. a context-length 400).
-    let in_stream = match (&chunk.error, &chunk.message) {
-        (Some(err), _) => Some((err.get("message").and_then(Value::as_str).map(str::to_string), err.get("code").cloned())),
-        (None, Some(m)) if chunk.choice.is_none() => Some((Some(m.to_string()), chunk.code.clone())),
-        _ => None,
-    };
-    if let Some((msg, code)) = in_stream {
-        let status = code.as_ref().and_then(Value::as_u64).filter(|c| (400..600).contains(c)).unwrap_or(500) as u16;
-        let message = msg.unwrap_or_else(|| "error in stream".to_string()).chars().take(500).collect();
-        return Err(UpstreamError::Status { status, message });
-    }
-    if let Some(choice) = chunk.choice {
-        let d = choice.delta;
-        // Servers moving from `reasoning_content` to `reasoning` may send both: one is used.
-        if let Some(text) = d.reasoning_content.filter(|t| !t.is_empty()).or(d.reasoning.filter(|t| !t.is_empty())) {
-            out.push_back(UpstreamEvent::Reasoning(text.into_owned()));
+impl ChatParser {
+    /// Parses one `chat.completion.chunk` into events (choice 0 only). A tool call's fragments
+    /// carry the call's number in the round ([`CallSlots`]), not the upstream's `index`.
+    pub fn parse_chunk(&mut self, data: &str, out: &mut VecDeque<UpstreamEvent>) -> Result<(), UpstreamError> {
+        let chunk: ChatChunk<'_> =
+            serde_json::from_str(data).map_err(|_| UpstreamError::Protocol("malformed chunk".into()))?;
+        // An error sent inside the 200 stream (`{"error":{…}}`, or vLLM's top-level
+        // `{"object":"error",…}`) is the upstream's error: its `code`, when an HTTP status,
+        // classifies it as a response with that status would be (e.g. a context-length 400).
+        let in_stream = match (&chunk.error, &chunk.message) {
+            (Some(err), _) => Some((err.get("message").and_then(Value::as_str).map(str::to_string), err.get("code").cloned())),
+            (None, Some(m)) if chunk.choice.is_none() => Some((Some(m.to_string()), chunk.code.clone())),
+            _ => None,
+        };
+        if let Some((msg, code)) = in_stream {
+            let status = code.as_ref().and_then(Value::as_u64).filter(|c| (400..600).contains(c)).unwrap_or(500) as u16;
+            let message = msg.unwrap_or_else(|| "error in stream".to_string()).chars().take(500).collect();
+            return Err(UpstreamError::Status { status, message });
         }
-        if let Some(text) = d.content.filter(|t| !t.is_empty()) {
-            out.push_back(UpstreamEvent::Text(text.into_owned()));
-        }
-        if let Some(text) = d.refusal.filter(|t| !t.is_empty()) {
-            out.push_back(UpstreamEvent::Refusal(text.into_owned()));
-        }
-        for tc in d.tool_calls.unwrap_or_default() {
-            let (name, arguments) = match (tc.function, tc.custom) {
-                (Some(f), _) => (f.name.map(Cow::into_owned), f.arguments.map(Cow::into_owned)),
-                // A native custom call's raw input is re-encoded as the function form's
-                // arguments `{"input": "…"}`, piece by piece, so every later step sees one
-                // shape; the closing `"}` follows at the finish.
-                (None, Some(c)) => {
-                    let mut args = String::new();
-                    if !open_custom.contains(&tc.index) {
-                        open_custom.push(tc.index);
-                        args.push_str("{\"input\":\"");
+        if let Some(choice) = chunk.choice {
+            let d = choice.delta;
+            // Servers moving from `reasoning_content` to `reasoning` may send both: one is used.
+            if let Some(text) = d.reasoning_content.filter(|t| !t.is_empty()).or(d.reasoning.filter(|t| !t.is_empty())) {
+                out.push_back(UpstreamEvent::Reasoning(text.into_owned()));
+            }
+            if let Some(text) = d.content.filter(|t| !t.is_empty()) {
+                out.push_back(UpstreamEvent::Text(text.into_owned()));
+            }
+            if let Some(text) = d.refusal.filter(|t| !t.is_empty()) {
+                out.push_back(UpstreamEvent::Refusal(text.into_owned()));
+            }
+            for tc in d.tool_calls.unwrap_or_default() {
+                let name = tc.function.as_ref().and_then(|f| f.name.as_ref()).or(tc.custom.as_ref().and_then(|c| c.name.as_ref()));
+                let named = name.is_some_and(|n| !n.is_empty());
+                let index = self.slots.slot(tc.index, tc.id.as_deref(), named);
+                let (name, arguments) = match (tc.function, tc.custom) {
+                    (Some(f), _) => (f.name.map(Cow::into_owned), f.arguments.map(Cow::into_owned)),
+                    // A native custom call's raw input is re-encoded as the function form's
+                    // arguments `{"input": "…"}`, piece by piece, so every later step sees one
+                    // shape; the closing `"}` follows at the finish.
+                    (None, Some(c)) => {
+                        let mut args = String::new();
+                        if !self.open_custom.contains(&index) {
+                            self.open_custom.push(index);
+                            args.push_str("{\"input\":\"");
+                        }
+                        if let Some(piece) = c.input {
+                            let quoted = serde_json::to_string(piece.as_ref()).unwrap_or_default();
+                            args.push_str(quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or_default());
+                        }
+                        (c.name.map(Cow::into_owned), Some(args))
                     }
-                    if let Some(piece) = c.input {
-                        let quoted = serde_json::to_string(piece.as_ref()).unwrap_or_default();
-                        args.push_str(quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or_default());
-                    }
-                    (c.name.map(Cow::into_owned), Some(args))
+                    (None, None) => (None, None),
+                };
+                out.push_back(UpstreamEvent::ToolCall { index, id: tc.id.map(Cow::into_owned), name, arguments });
+            }
+            if let Some(r) = choice.finish_reason {
+                // vLLM's `abort` (or an `error` reason): the server gave up on the generation
+                // (engine error, its own shutdown); what came is not a whole answer.
+                if r == "abort" || r == "error" {
+                    return Err(UpstreamError::Protocol("the model server aborted the generation".into()));
                 }
-                (None, None) => (None, None),
-            };
-            out.push_back(UpstreamEvent::ToolCall { index: tc.index, id: tc.id.map(Cow::into_owned), name, arguments });
-        }
-        if let Some(r) = choice.finish_reason {
-            // vLLM's `abort` (or an `error` reason): the server gave up on the generation
-            // (engine error, its own shutdown); what came is not a whole answer.
-            if r == "abort" || r == "error" {
-                return Err(UpstreamError::Protocol("the model server aborted the generation".into()));
+                for index in self.open_custom.drain(..) {
+                    out.push_back(UpstreamEvent::ToolCall { index, id: None, name: None, arguments: Some("\"}".into()) });
+                }
+                self.finished = true;
+                out.push_back(UpstreamEvent::Finish(match r.as_ref() {
+                    "length" => FinishReason::Length,
+                    "tool_calls" | "function_call" => FinishReason::ToolCalls,
+                    "content_filter" => FinishReason::ContentFilter,
+                    _ => FinishReason::Stop,
+                }));
             }
-            for index in open_custom.drain(..) {
-                out.push_back(UpstreamEvent::ToolCall { index, id: None, name: None, arguments: Some("\"}".into()) });
-            }
-            *finished = true;
-            out.push_back(UpstreamEvent::Finish(match r.as_ref() {
-                "length" => FinishReason::Length,
-                "tool_calls" | "function_call" => FinishReason::ToolCalls,
-                "content_filter" => FinishReason::ContentFilter,
-                _ => FinishReason::Stop,
-            }));
         }
+        if let Some(u) = chunk.usage {
+            out.push_back(UpstreamEvent::Usage(map_usage(&u)));
+        }
+        Ok(())
     }
-    if let Some(u) = chunk.usage {
-        out.push_back(UpstreamEvent::Usage(map_usage(&u)));
-    }
-    Ok(())
 }
 
 /// Chat usage → Responses usage (contract §11 mapping).

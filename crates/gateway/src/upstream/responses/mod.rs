@@ -244,11 +244,45 @@ fn hosted_arguments(item: &Item<'_>) -> String {
 #[derive(Deserialize, Default)]
 struct Terminal<'a> {
     #[serde(default)]
-    usage: Option<Value>,
-    #[serde(default)]
-    incomplete_details: Option<Value>,
+    usage: Option<WireUsage>,
+    #[serde(borrow, default)]
+    incomplete_details: Option<Incomplete<'a>>,
     #[serde(borrow, default)]
     error: Option<ErrorObj<'a>>,
+}
+
+/// `incomplete_details`.
+#[derive(Deserialize, Default)]
+struct Incomplete<'a> {
+    #[serde(borrow, default)]
+    reason: Option<Cow<'a, str>>,
+}
+
+/// A Responses `usage` object as sent (missing numbers are 0).
+#[derive(Deserialize, Default)]
+struct WireUsage {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    output_tokens: u64,
+    #[serde(default)]
+    total_tokens: u64,
+    #[serde(default)]
+    input_tokens_details: Option<Cached>,
+    #[serde(default)]
+    output_tokens_details: Option<Reasoning>,
+}
+
+#[derive(Deserialize, Default)]
+struct Cached {
+    #[serde(default)]
+    cached_tokens: u64,
+}
+
+#[derive(Deserialize, Default)]
+struct Reasoning {
+    #[serde(default)]
+    reasoning_tokens: u64,
 }
 
 /// An error object's fields.
@@ -338,10 +372,10 @@ impl SseParser for ResponsesParser {
             }
             "response.completed" | "response.incomplete" => {
                 let response = v.response.unwrap_or_default();
-                if let Some(u) = response.usage.as_ref().filter(|u| u.is_object()) {
+                if let Some(u) = &response.usage {
                     out.push_back(UpstreamEvent::Usage(usage(u)));
                 }
-                let reason = response.incomplete_details.as_ref().and_then(|d| d.get("reason")).and_then(Value::as_str);
+                let reason = response.incomplete_details.as_ref().and_then(|d| d.reason.as_deref());
                 let finish = match (kind, reason) {
                     ("response.incomplete", Some("content_filter")) => FinishReason::ContentFilter,
                     ("response.incomplete", _) => FinishReason::Length,
@@ -380,19 +414,17 @@ impl SseParser for ResponsesParser {
     }
 }
 
-/// A Responses `usage` object (missing numbers are 0).
-fn usage(u: &Value) -> Usage {
-    let n = |p: &str| u.pointer(p).and_then(Value::as_u64).unwrap_or(0);
-    let (input, output) = (n("/input_tokens"), n("/output_tokens"));
-    let total = match n("/total_tokens") {
-        0 => input + output,
+/// The neutral usage of a Responses `usage` object.
+fn usage(u: &WireUsage) -> Usage {
+    let total = match u.total_tokens {
+        0 => u.input_tokens + u.output_tokens,
         t => t,
     };
     Usage {
-        input_tokens: input,
-        input_tokens_details: InputTokensDetails { cached_tokens: n("/input_tokens_details/cached_tokens"), cache_write_tokens: 0 },
-        output_tokens: output,
-        output_tokens_details: OutputTokensDetails { reasoning_tokens: n("/output_tokens_details/reasoning_tokens") },
+        input_tokens: u.input_tokens,
+        input_tokens_details: InputTokensDetails { cached_tokens: u.input_tokens_details.as_ref().map_or(0, |d| d.cached_tokens), cache_write_tokens: 0 },
+        output_tokens: u.output_tokens,
+        output_tokens_details: OutputTokensDetails { reasoning_tokens: u.output_tokens_details.as_ref().map_or(0, |d| d.reasoning_tokens) },
         total_tokens: total,
     }
 }

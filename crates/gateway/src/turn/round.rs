@@ -14,6 +14,7 @@ use crate::events::file_citations::{FileSources, MarkerFilter};
 use crate::events::ids::new_id;
 use crate::tools::custom::{arguments_from_input, input_from_arguments, InputDecoder};
 use crate::tools::{Owner, ToolEntry, ToolSet};
+use crate::upstream::arguments;
 use crate::upstream::leaked_calls::{LeakFilter, Piece};
 use crate::upstream::{FinishReason, UpstreamEvent};
 
@@ -29,6 +30,9 @@ pub struct PendingCall {
     /// Set once that item is done (the model went on to something else, or the round ended).
     pub closed: bool,
     decoder: Option<InputDecoder>,
+    /// A function call's arguments stopped being the beginning of a JSON object: the rest
+    /// of its deltas waits for the end of the call (and its repair).
+    held: bool,
 }
 
 /// State of one round.
@@ -63,6 +67,9 @@ pub struct Round {
     recovered: usize,
     /// The leak filter's output, reused from delta to delta.
     pieces: Vec<Piece>,
+    /// Client calls wait for the end of the round (a `strict` function is offered: its
+    /// arguments are checked before any client call is shown).
+    hold_calls: bool,
 }
 
 /// The `index` of the first call recovered from text: far above the upstream's calls.
@@ -78,6 +85,13 @@ impl Round {
     /// reasoning items (the request's `include` has `reasoning.encrypted_content`).
     pub fn with_encrypted_reasoning(mut self, show: bool) -> Self {
         self.show_encrypted = show;
+        self
+    }
+
+    /// The same round holding its client calls until [`Round::close_streamed_calls`] at the
+    /// end of the round (`hold`), so they can be checked before any is shown.
+    pub fn with_held_calls(mut self, hold: bool) -> Self {
+        self.hold_calls = hold;
         self
     }
 
@@ -145,7 +159,7 @@ impl Round {
     fn apply(&mut self, ev: UpstreamEvent, tools: &ToolSet, emitter: &mut Emitter, files: &FileSources, sources: &[Source]) {
         match ev {
             UpstreamEvent::Reasoning(delta) => {
-                self.close_streamed_calls(tools, emitter);
+                self.advance_calls(tools, emitter, true);
                 self.end_message_early(emitter, sources);
                 let idx = *self.reasoning.get_or_insert_with(|| emitter.reasoning_start());
                 emitter.reasoning_delta(idx, delta);
@@ -160,7 +174,7 @@ impl Round {
                         delta.insert_str(0, &std::mem::take(&mut self.leading_space));
                     }
                 }
-                self.close_streamed_calls(tools, emitter);
+                self.advance_calls(tools, emitter, true);
                 self.close_reasoning(emitter, ItemStatus::Completed);
                 let idx = match self.message {
                     Some(i) => i,
@@ -192,7 +206,7 @@ impl Round {
             UpstreamEvent::Refusal(delta) => {
                 // Whitespace held before any text stays out of the refusal.
                 self.leading_space.clear();
-                self.close_streamed_calls(tools, emitter);
+                self.advance_calls(tools, emitter, true);
                 self.close_reasoning(emitter, ItemStatus::Completed);
                 // A refusal after text is a message of its own: the text's is done first
                 // (`commentary`), so parts, like items, never overlap.
@@ -249,7 +263,7 @@ impl Round {
                     let idx = match self.reasoning {
                         Some(idx) => idx,
                         None => {
-                            self.close_streamed_calls(tools, emitter);
+                            self.advance_calls(tools, emitter, true);
                             self.end_message_early(emitter, sources);
                             let idx = emitter.reasoning_start();
                             self.reasoning = Some(idx);
@@ -344,7 +358,9 @@ impl Round {
 
     /// Completes the client calls that can be surfaced now, in the model's order (the model
     /// went on to text or reasoning, or the round ended): see [`Round::advance_calls`].
+    /// Releases calls held by [`Round::with_held_calls`] first.
     pub fn close_streamed_calls(&mut self, tools: &ToolSet, emitter: &mut Emitter) {
+        self.hold_calls = false;
         self.advance_calls(tools, emitter, true);
     }
 
@@ -356,6 +372,9 @@ impl Round {
     /// servers interleave calls. A gateway call, or a name not offered, holds every later
     /// call back until the end of the round (gateway items come first).
     fn advance_calls(&mut self, tools: &ToolSet, emitter: &mut Emitter, flush: bool) {
+        if self.hold_calls {
+            return;
+        }
         let count = self.calls.len();
         for (i, call) in self.calls.iter_mut().enumerate() {
             if call.closed {
@@ -430,6 +449,8 @@ impl PendingCall {
         // the model's were not, or were not closed yet.
         if custom {
             self.arguments = arguments_from_input(&final_text);
+        } else {
+            self.arguments.clone_from(&final_text);
         }
         emitter.call_done(idx, final_text, ItemStatus::Completed);
         self.closed = true;
@@ -442,14 +463,28 @@ impl PendingCall {
         match &self.decoder {
             Some(d) if custom && d.inside() => self.output_index.map(|i| emitter.call_text(i)).unwrap_or_default(),
             _ if custom => input_from_arguments(&self.arguments),
-            _ => self.arguments.clone(),
+            _ => arguments::repair(&self.arguments).unwrap_or_else(|| self.arguments.clone()),
         }
     }
 
+    /// Streams a piece of the arguments: a custom call's decoded input; a function's
+    /// arguments only while they are the beginning of a JSON object (see
+    /// [`arguments::streamable_len`]), so that what streamed is a prefix of the repaired text.
     fn stream_piece(&mut self, idx: usize, piece: String, emitter: &mut Emitter) {
         let delta = match &mut self.decoder {
             Some(d) => d.feed(&piece),
-            None => piece,
+            None if self.held => return,
+            None => {
+                let streamed = emitter.call_text(idx).len();
+                match arguments::streamable_len(&self.arguments) {
+                    Some(n) if n > streamed => self.arguments.get(streamed..n).unwrap_or_default().to_string(),
+                    Some(_) => return,
+                    None => {
+                        self.held = true;
+                        return;
+                    }
+                }
+            }
         };
         emitter.call_delta(idx, delta);
     }

@@ -4,6 +4,7 @@
 //! wire API is one adapter folder that renders both (`chat/`: Chat Completions);
 //! [`connect`] picks it from `[upstream]`.
 
+pub mod arguments;
 pub mod chat;
 pub mod connect;
 pub mod http;

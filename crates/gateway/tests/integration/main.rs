@@ -9,6 +9,7 @@
 
 mod common;
 
+mod arguments;
 mod cli;
 mod client_calls;
 mod disconnect;

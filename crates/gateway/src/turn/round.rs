@@ -67,6 +67,8 @@ pub struct Round {
     recovered: usize,
     /// The leak filter's output, reused from delta to delta.
     pieces: Vec<Piece>,
+    /// The round's message is `commentary` even without calls: the turn goes on after it.
+    pub goes_on: bool,
     /// Client calls wait for the end of the round (a `strict` function is offered: its
     /// arguments are checked before any client call is shown).
     hold_calls: bool,
@@ -290,7 +292,7 @@ impl Round {
     /// their URLs in the text get `url_citation`s.
     pub fn close_message(&mut self, emitter: &mut Emitter, status: ItemStatus, sources: &[Source]) -> String {
         self.close_reasoning(emitter, status);
-        let phase = if self.calls.is_empty() { Phase::FinalAnswer } else { Phase::Commentary };
+        let phase = if self.calls.is_empty() && !self.goes_on { Phase::FinalAnswer } else { Phase::Commentary };
         let text = self.close_open_message(emitter, phase, status, sources);
         if self.earlier_text.is_empty() {
             text

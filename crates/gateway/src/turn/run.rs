@@ -19,7 +19,7 @@ use crate::tools::{BindCtx, CallItem, Owner, ToolChoice, ToolEntry, ToolSet};
 use crate::upstream::arguments;
 use crate::turn::execute::{self, Observed, ToolResult};
 use crate::turn::round::Round;
-use crate::transcript::{Call, Transcript};
+use crate::transcript::{Call, Entry, Transcript, UserPart};
 use crate::turn::Prepared;
 use crate::turn::observer::{NoObserver, RoundReport, TurnInfo, TurnObserver, TurnReport};
 use crate::upstream::{FinishReason, ModelClient, RoundRequest, UpstreamError, UpstreamEvent};
@@ -104,6 +104,8 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
     let mut done_ctx = Ended { observer, info: &info, started, rounds: 0 };
     // A strict function's invalid arguments are asked again once per turn.
     let mut strict_retried = false;
+    // A forcing `tool_choice` the upstream ignored is asked again once per turn.
+    let mut choice_retried = false;
     for round_no in 0..max_rounds {
         let last = round_no + 1 == max_rounds;
         if let Some(cap) = max_output_tokens {
@@ -207,8 +209,24 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
         round.end_text(offered, emitter, &files, &sources);
         // The last round went upstream without tools: a call the model writes anyway was
         // dropped as it came (neither executed nor returned), and the turn ends with its answer.
+        // A forcing `tool_choice` the upstream ignored (many chat templates do): an answer
+        // without any call is asked again once, with the choice and a short instruction;
+        // its text, already shown, is `commentary`. A second such answer ends the turn
+        // `incomplete`: it is never passed off as honouring the choice.
+        let ignored = round.calls.is_empty() && !last && round_choice.forces();
+        round.goes_on = ignored && !choice_retried;
         let text = round.close_message(emitter, ItemStatus::Completed, &sources);
         transcript.push_upstream_items(std::mem::take(&mut round.upstream_items));
+        if ignored {
+            push_text(&mut transcript, text);
+            if choice_retried {
+                tracing::warn!("the upstream ignored a required tool_choice twice");
+                return finish(&done_ctx, emitter, transcript, &mut files, Terminal::Incomplete(INVALID_REASON.into()), usage, None);
+            }
+            choice_retried = true;
+            transcript.entries.push(Entry::User(vec![UserPart::Text(choice_instruction(&round_choice))]));
+            continue;
+        }
         if round.calls.is_empty() || last {
             push_text(&mut transcript, text);
             return finish(&done_ctx, emitter, transcript, &mut files, Terminal::Completed, usage, None);
@@ -323,6 +341,14 @@ fn close_cut_round(round: &mut Round, tools: &ToolSet, emitter: &mut Emitter, fi
         push_text(transcript, text);
     } else {
         transcript.push_assistant(text, calls);
+    }
+}
+
+/// The instruction that follows an answer which ignored a forcing `tool_choice`.
+fn choice_instruction(choice: &ToolChoice) -> String {
+    match choice {
+        ToolChoice::Named(name) => format!("The request requires a call of the tool '{name}'. Call '{name}' now instead of answering in text."),
+        _ => "The request requires a tool call. Call one of the offered tools now instead of answering in text.".to_string(),
     }
 }
 

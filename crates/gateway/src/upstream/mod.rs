@@ -138,6 +138,12 @@ impl ToolChoice {
             other => other,
         }
     }
+
+    /// True when the choice requires a call (`required`, a named tool, `allowed_tools` in
+    /// `required` mode).
+    pub fn forces(&self) -> bool {
+        matches!(self, ToolChoice::Required | ToolChoice::Named(_) | ToolChoice::Allowed { required: true, .. })
+    }
 }
 
 /// One round as it streams: neutral events, or an error (credentials already redacted).

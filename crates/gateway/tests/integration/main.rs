@@ -29,6 +29,7 @@ mod store_processes;
 mod store_responses;
 mod store_startup;
 mod stream_shapes;
+mod tool_choice;
 mod tools;
 mod vector_stores;
 mod vector_stores_process;

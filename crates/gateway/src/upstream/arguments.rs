@@ -14,8 +14,9 @@
 use std::borrow::Cow;
 
 /// Arguments past this size are not checked as they stream (the prefix check re-parses the
-/// text at every fragment): their deltas wait for the end of the call.
-const LIVE_LIMIT: usize = 64 * 1024;
+/// text at every fragment, so its cost grows with the square of the size): their deltas
+/// wait for the end of the call.
+const LIVE_LIMIT: usize = 16 * 1024;
 
 /// The repaired arguments: `Some` JSON object text when `arguments` are not a JSON object
 /// but a repair gives one, `None` when they are one already or cannot be repaired.
@@ -29,15 +30,17 @@ pub fn repair(arguments: &str) -> Option<String> {
     }
 }
 
-/// `text` as a JSON object: itself, without its code fence, or with its tokens rewritten.
+/// `text` as a JSON object: itself, without its code fence (one), or with its tokens
+/// rewritten.
 fn repaired_object(text: &str) -> Option<Cow<'_, str>> {
     if is_object(text) {
         return Some(Cow::Borrowed(text));
     }
-    if let Some(inner) = unfenced(text) {
-        return repaired_object(inner);
+    let inner = unfenced(text).unwrap_or(text);
+    if is_object(inner) {
+        return Some(Cow::Borrowed(inner));
     }
-    rewrite(text).filter(|t| is_object(t)).map(Cow::Owned)
+    rewrite(inner).filter(|t| is_object(t)).map(Cow::Owned)
 }
 
 fn is_object(text: &str) -> bool {
@@ -257,6 +260,72 @@ mod tests {
                 assert!(fixed.starts_with(&s[..streamed]), "{s:?} cut at {cut}: streamed {:?}, repaired {fixed:?}", &s[..streamed]);
             }
         }
+    }
+
+    proptest::proptest! {
+        /// Whatever the text, neither function panics, a repair is a JSON object, and
+        /// nested fences are not unwrapped one by one (no deep recursion).
+        #[test]
+        fn any_text_is_safe(s in "(```|[{}\\[\\]'\",:a-zA-Z0-9 \n\\\\])*") {
+            if let Some(fixed) = repair(&s) {
+                proptest::prop_assert!(is_object(&fixed), "{fixed:?}");
+            }
+            let _ = streamable_len(&s);
+        }
+
+        /// Near-JSON made of objects with quoted or bare keys, single or double quotes,
+        /// Python literals and trailing commas: repaired to the same value as its JSON form,
+        /// and what streamed at any cut is a prefix of the repair.
+        #[test]
+        fn near_json_is_repaired_to_its_value(
+            fields in proptest::collection::vec(("[a-z][a-z0-9_]{0,6}", 0..4u8, 0..3u8, proptest::arbitrary::any::<bool>()), 1..6),
+            trailing in proptest::arbitrary::any::<bool>(),
+        ) {
+            let (mut near, mut want) = (String::from("{"), serde_json::Map::new());
+            for (i, (key, value, key_style, space)) in fields.iter().enumerate() {
+                if i > 0 {
+                    near.push(',');
+                }
+                if *space {
+                    near.push(' ');
+                }
+                match key_style {
+                    0 => near.push_str(&format!("\"{key}\"")),
+                    1 => near.push_str(&format!("'{key}'")),
+                    _ => near.push_str(key),
+                }
+                let (text, v) = match value {
+                    0 => ("True".to_string(), json!(true)),
+                    1 => ("None".to_string(), Value::Null),
+                    2 => (format!("'it\\'s {key}'"), json!(format!("it's {key}"))),
+                    _ => (format!("[1, \"{key}\",]"), json!([1, key])),
+                };
+                near.push_str(": ");
+                near.push_str(&text);
+                want.insert(key.to_string(), v);
+            }
+            if trailing {
+                near.push_str(", ");
+            }
+            near.push('}');
+            let fixed = repair(&near).unwrap_or_else(|| near.clone());
+            proptest::prop_assert_eq!(serde_json::from_str::<Value>(&fixed).ok(), Some(Value::Object(want)), "{}", near);
+            let mut streamed = 0;
+            for end in 0..=near.len() {
+                match streamable_len(&near[..end]) {
+                    Some(n) => streamed = streamed.max(n),
+                    None => break,
+                }
+            }
+            proptest::prop_assert!(fixed.starts_with(&near[..streamed]), "{} streamed {:?}", near, &near[..streamed]);
+        }
+    }
+
+    #[test]
+    fn deep_fences_are_not_unwrapped_one_by_one() {
+        let deep = format!("{}{{\"a\":1}}{}", "```".repeat(20_000), "```".repeat(20_000));
+        assert_eq!(repair(&deep), None);
+        assert_eq!(repaired("```\n{\"a\":1}\n```"), json!({"a": 1}));
     }
 
     #[test]

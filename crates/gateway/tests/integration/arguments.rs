@@ -164,3 +164,23 @@ async fn a_strict_function_invalid_twice_ends_the_turn_incomplete() {
     assert!(!s.raw.contains("function_call_arguments"), "no argument of an invalid call streamed: {}", s.raw);
     assert_eq!(h.upstream.requests().len(), 4, "two rounds each way, no third");
 }
+
+/// With a strict function offered, a round's client calls wait for its end: when the strict
+/// call is asked again, the round's other client call is not shown either (the model reads
+/// that it was not returned), and the second round's calls are the ones the client gets.
+#[tokio::test]
+async fn the_other_client_calls_of_an_asked_again_round_are_not_shown() {
+    let h = Harness::start().await;
+    let note = json!({"type":"function","name":"note","parameters":{"type":"object","properties":{"text":{"type":"string"}}}});
+    let first = Script::default().with_tool_call("note", r#"{"text":"hi"}"#).with_tool_call("get_weather", r#"{"town":"Oslo"}"#);
+    let second = Script::default().with_tool_call("note", r#"{"text":"hi"}"#).with_tool_call("get_weather", r#"{"city":"Oslo"}"#);
+    let s = both_ways(&h, &[first, second], &request(json!([note, strict_weather()]))).await;
+    assert_eq!(s.terminal_type(), "response.completed", "{}", s.raw);
+    assert_eq!(calls(&s.response), [r#"{"text":"hi"}"#, r#"{"city":"Oslo"}"#], "{}", s.response);
+    assert_eq!(s.of_type("response.output_item.added").len(), 2, "no item of the first round: {}", s.raw);
+    let messages = h.upstream.requests()[1].body["messages"].clone();
+    let results: Vec<&str> = messages.as_array().unwrap().iter().filter(|m| m["role"] == "tool").map(|m| m["content"].as_str().unwrap()).collect();
+    assert_eq!(results.len(), 2, "{messages}");
+    assert!(results[0].contains("not returned"), "{results:?}");
+    assert!(results[1].contains("do not match its schema"), "{results:?}");
+}

@@ -207,8 +207,6 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
         }
         // Call markup still held at the end of the text becomes calls (or text).
         round.end_text(offered, emitter, &files, &sources);
-        // The last round went upstream without tools: a call the model writes anyway was
-        // dropped as it came (neither executed nor returned), and the turn ends with its answer.
         // A forcing `tool_choice` the upstream ignored (many chat templates do): an answer
         // without any call is asked again once, with the choice and a short instruction;
         // its text, already shown, is `commentary`. A second such answer ends the turn
@@ -227,6 +225,8 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
             transcript.entries.push(Entry::User(vec![UserPart::Text(choice_instruction(&round_choice))]));
             continue;
         }
+        // The last round went upstream without tools: a call the model writes anyway was
+        // dropped as it came (neither executed nor returned), and the turn ends with its answer.
         if round.calls.is_empty() || last {
             push_text(&mut transcript, text);
             return finish(&done_ctx, emitter, transcript, &mut files, Terminal::Completed, usage, None);

@@ -68,3 +68,56 @@ def test_image_input_to_a_text_only_model_is_a_400(client, gateway, upstream):
     err = ei.value.response.json()["error"]
     assert (err["type"], err["code"], err["param"]) == ("invalid_request_error", "unsupported_input", "input")
     assert err["message"].startswith("The model does not accept image input")
+
+
+STRICT_WEATHER = {
+    "type": "function",
+    "name": "get_weather",
+    "strict": True,
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                   "required": ["city"], "additionalProperties": False},
+}
+
+
+def test_a_strict_function_is_asked_again_and_returns_valid_arguments(client, gateway, upstream):
+    # The first attempt does not match the schema; the second is near-JSON that repairs to
+    # a valid object: only that one reaches the client, streamed or not.
+    first = {"tool_calls": [{"name": "get_weather", "arguments": json.dumps({"town": "Oslo"})}]}
+    second = {"tool_calls": [{"name": "get_weather", "arguments": "{city: 'Oslo',}", "fragment_chars": 3}]}
+    request = {"model": MODEL, "input": "weather?", "tools": [STRICT_WEATHER], "store": False}
+    upstream.push(first)
+    upstream.push(second)
+    raw = gateway.stream_validated(request)
+    streamed = raw.terminal()["response"]
+    assert streamed["status"] == "completed"
+    upstream.push(first)
+    upstream.push(second)
+    resp = client.responses.create(**request)
+    assert resp.status == "completed"
+    calls = [i for i in resp.output if isinstance(i, ResponseFunctionToolCall)]
+    assert [(c.name, json.loads(c.arguments)) for c in calls] == [("get_weather", {"city": "Oslo"})]
+    assert [i["arguments"] for i in streamed["output"] if i["type"] == "function_call"] == [calls[0].arguments]
+
+
+def test_a_strict_function_invalid_twice_is_an_incomplete_response(client, gateway, upstream):
+    bad = {"tool_calls": [{"name": "get_weather", "arguments": json.dumps({"town": "Oslo"})}]}
+    upstream.push(bad)
+    upstream.push(bad)
+    raw = client.responses.with_raw_response.create(model=MODEL, input="weather?", tools=[STRICT_WEATHER], store=False)
+    V.validate_response(raw.http_response.json())
+    resp = raw.parse()
+    assert (resp.status, resp.incomplete_details.reason) == ("incomplete", "content_filter")
+    assert not [i for i in resp.output if isinstance(i, ResponseFunctionToolCall)], resp.output
+
+
+def test_an_ignored_required_tool_choice_is_asked_again(client, gateway, upstream):
+    upstream.push({"text": ["It is sunny."]})
+    upstream.push({"tool_calls": [{"name": "get_weather", "arguments": json.dumps({"city": "Oslo"})}]})
+    raw = client.responses.with_raw_response.create(model=MODEL, input="weather?", tools=[WEATHER_TOOL],
+                                                    tool_choice="required", store=False)
+    V.validate_response(raw.http_response.json())
+    resp = raw.parse()
+    assert resp.status == "completed"
+    assert [i.type for i in resp.output] == ["message", "function_call"]
+    assert raw.http_response.json()["output"][0]["phase"] == "commentary"
+    assert json.loads(resp.output[1].arguments) == {"city": "Oslo"}

@@ -6,6 +6,7 @@ pub mod driver;
 pub mod execute;
 pub mod lease;
 pub mod observer;
+pub mod pending;
 pub mod persist;
 pub mod prepare;
 pub mod round;

@@ -11,25 +11,10 @@ use protocol::response::Usage;
 use crate::events::citations::Source;
 use crate::events::emitter::Emitter;
 use crate::events::file_citations::{FileSources, MarkerFilter};
-use crate::events::ids::new_id;
-use crate::tools::custom::{arguments_from_input, input_from_arguments, InputDecoder};
-use crate::tools::{Owner, ToolEntry, ToolSet};
+use crate::tools::{Owner, ToolSet};
+pub use crate::turn::pending::PendingCall;
 use crate::upstream::leaked_calls::{LeakFilter, Piece};
 use crate::upstream::{FinishReason, UpstreamEvent};
-
-/// A call received in the current round, under its model-visible name.
-#[derive(Debug, Default)]
-pub struct PendingCall {
-    pub index: usize,
-    pub call_id: String,
-    pub name: String,
-    pub arguments: String,
-    /// Set once a client-owned call has been added to the output (its deltas stream).
-    pub output_index: Option<usize>,
-    /// Set once that item is done (the model went on to something else, or the round ended).
-    pub closed: bool,
-    decoder: Option<InputDecoder>,
-}
 
 /// State of one round.
 #[derive(Debug, Default)]
@@ -63,6 +48,11 @@ pub struct Round {
     recovered: usize,
     /// The leak filter's output, reused from delta to delta.
     pieces: Vec<Piece>,
+    /// The round's message is `commentary` even without calls: the turn goes on after it.
+    pub goes_on: bool,
+    /// Client calls wait for the end of the round (a `strict` function is offered: its
+    /// arguments are checked before any client call is shown).
+    hold_calls: bool,
 }
 
 /// The `index` of the first call recovered from text: far above the upstream's calls.
@@ -78,6 +68,13 @@ impl Round {
     /// reasoning items (the request's `include` has `reasoning.encrypted_content`).
     pub fn with_encrypted_reasoning(mut self, show: bool) -> Self {
         self.show_encrypted = show;
+        self
+    }
+
+    /// The same round holding its client calls until [`Round::close_streamed_calls`] at the
+    /// end of the round (`hold`), so they can be checked before any is shown.
+    pub fn with_held_calls(mut self, hold: bool) -> Self {
+        self.hold_calls = hold;
         self
     }
 
@@ -145,7 +142,7 @@ impl Round {
     fn apply(&mut self, ev: UpstreamEvent, tools: &ToolSet, emitter: &mut Emitter, files: &FileSources, sources: &[Source]) {
         match ev {
             UpstreamEvent::Reasoning(delta) => {
-                self.close_streamed_calls(tools, emitter);
+                self.advance_calls(tools, emitter, true);
                 self.end_message_early(emitter, sources);
                 let idx = *self.reasoning.get_or_insert_with(|| emitter.reasoning_start());
                 emitter.reasoning_delta(idx, delta);
@@ -160,7 +157,7 @@ impl Round {
                         delta.insert_str(0, &std::mem::take(&mut self.leading_space));
                     }
                 }
-                self.close_streamed_calls(tools, emitter);
+                self.advance_calls(tools, emitter, true);
                 self.close_reasoning(emitter, ItemStatus::Completed);
                 let idx = match self.message {
                     Some(i) => i,
@@ -192,7 +189,7 @@ impl Round {
             UpstreamEvent::Refusal(delta) => {
                 // Whitespace held before any text stays out of the refusal.
                 self.leading_space.clear();
-                self.close_streamed_calls(tools, emitter);
+                self.advance_calls(tools, emitter, true);
                 self.close_reasoning(emitter, ItemStatus::Completed);
                 // A refusal after text is a message of its own: the text's is done first
                 // (`commentary`), so parts, like items, never overlap.
@@ -220,7 +217,7 @@ impl Round {
                 // (`commentary`) before the first call's item is added.
                 self.end_message_early(emitter, sources);
                 let pos = known.unwrap_or_else(|| {
-                    self.calls.push(PendingCall { index, ..Default::default() });
+                    self.calls.push(PendingCall::new(index));
                     self.calls.len() - 1
                 });
                 let call = &mut self.calls[pos];
@@ -249,7 +246,7 @@ impl Round {
                     let idx = match self.reasoning {
                         Some(idx) => idx,
                         None => {
-                            self.close_streamed_calls(tools, emitter);
+                            self.advance_calls(tools, emitter, true);
                             self.end_message_early(emitter, sources);
                             let idx = emitter.reasoning_start();
                             self.reasoning = Some(idx);
@@ -276,7 +273,7 @@ impl Round {
     /// their URLs in the text get `url_citation`s.
     pub fn close_message(&mut self, emitter: &mut Emitter, status: ItemStatus, sources: &[Source]) -> String {
         self.close_reasoning(emitter, status);
-        let phase = if self.calls.is_empty() { Phase::FinalAnswer } else { Phase::Commentary };
+        let phase = if self.calls.is_empty() && !self.goes_on { Phase::FinalAnswer } else { Phase::Commentary };
         let text = self.close_open_message(emitter, phase, status, sources);
         if self.earlier_text.is_empty() {
             text
@@ -344,7 +341,9 @@ impl Round {
 
     /// Completes the client calls that can be surfaced now, in the model's order (the model
     /// went on to text or reasoning, or the round ended): see [`Round::advance_calls`].
+    /// Releases calls held by [`Round::with_held_calls`] first.
     pub fn close_streamed_calls(&mut self, tools: &ToolSet, emitter: &mut Emitter) {
+        self.hold_calls = false;
         self.advance_calls(tools, emitter, true);
     }
 
@@ -356,6 +355,9 @@ impl Round {
     /// servers interleave calls. A gateway call, or a name not offered, holds every later
     /// call back until the end of the round (gateway items come first).
     fn advance_calls(&mut self, tools: &ToolSet, emitter: &mut Emitter, flush: bool) {
+        if self.hold_calls {
+            return;
+        }
         let count = self.calls.len();
         for (i, call) in self.calls.iter_mut().enumerate() {
             if call.closed {
@@ -380,79 +382,6 @@ impl Round {
 fn whole_json(args: &str) -> bool {
     let t = args.trim_end();
     (t.ends_with('}') || t.ends_with(']')) && serde_json::from_str::<serde::de::IgnoredAny>(t).is_ok()
-}
-
-impl PendingCall {
-    /// Gives the call an id when the upstream sent none.
-    pub fn ensure_id(&mut self) {
-        if self.call_id.is_empty() {
-            self.call_id = new_id("call");
-        }
-    }
-
-    /// Adds the client-owned call's item (`function_call` or `custom_tool_call`, as the
-    /// tool's calls appear) under the tool's public name and namespace.
-    pub fn start_client_item(&mut self, entry: &ToolEntry, emitter: &mut Emitter) -> usize {
-        self.ensure_id();
-        let (name, namespace) = (entry.name.clone(), entry.namespace.clone());
-        let idx = if entry.is_custom() {
-            self.decoder = Some(InputDecoder::default());
-            emitter.custom_call_start(self.call_id.clone(), name, namespace)
-        } else {
-            emitter.function_call_start(self.call_id.clone(), name, namespace)
-        };
-        self.output_index = Some(idx);
-        idx
-    }
-
-    /// Completes the call's item (`status: completed`), adding it first if it did not
-    /// stream. A function's empty or whitespace arguments get `{}`; a custom call's input
-    /// is the `input` string of its arguments (see [`input_from_arguments`]). Deltas add up
-    /// to the final text: what was not streamed follows as one delta, and a custom input
-    /// whose JSON never closed is what was decoded of it.
-    pub fn finish_item(&mut self, custom: bool, emitter: &mut Emitter) {
-        let Some(idx) = self.output_index else { return };
-        if self.closed {
-            return;
-        }
-        if !custom && self.arguments.trim().is_empty() {
-            self.arguments.push_str("{}");
-        }
-        let streamed = emitter.call_text(idx);
-        let mut final_text = self.final_text(custom, emitter);
-        match final_text.strip_prefix(&streamed) {
-            Some("") => {}
-            Some(rest) => emitter.call_delta(idx, rest.to_string()),
-            None => final_text = streamed,
-        }
-        // The history holds what the client got: a custom call's arguments are re-encoded
-        // from its input (as a replayed `custom_tool_call` is), so they are JSON even when
-        // the model's were not, or were not closed yet.
-        if custom {
-            self.arguments = arguments_from_input(&final_text);
-        }
-        emitter.call_done(idx, final_text, ItemStatus::Completed);
-        self.closed = true;
-    }
-
-    /// What the call's item ends with: a function's arguments; a custom call's `input`
-    /// (see [`input_from_arguments`]), or, while still inside the `input` string (its closing
-    /// comes later, or never), what was decoded of it.
-    pub fn final_text(&self, custom: bool, emitter: &Emitter) -> String {
-        match &self.decoder {
-            Some(d) if custom && d.inside() => self.output_index.map(|i| emitter.call_text(i)).unwrap_or_default(),
-            _ if custom => input_from_arguments(&self.arguments),
-            _ => self.arguments.clone(),
-        }
-    }
-
-    fn stream_piece(&mut self, idx: usize, piece: String, emitter: &mut Emitter) {
-        let delta = match &mut self.decoder {
-            Some(d) => d.feed(&piece),
-            None => piece,
-        };
-        emitter.call_delta(idx, delta);
-    }
 }
 
 #[cfg(test)]

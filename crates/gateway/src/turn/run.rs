@@ -15,10 +15,11 @@ use crate::events::citations::Source;
 use crate::events::file_citations::FileSources;
 use std::sync::Arc;
 use crate::tools::custom::arguments_from_input;
-use crate::tools::{BindCtx, CallItem, Owner, ToolChoice, ToolSet};
+use crate::tools::{BindCtx, CallItem, Owner, ToolChoice, ToolEntry, ToolSet};
+use crate::upstream::arguments;
 use crate::turn::execute::{self, Observed, ToolResult};
 use crate::turn::round::Round;
-use crate::transcript::{Call, Transcript};
+use crate::transcript::{Call, Entry, Transcript, UserPart};
 use crate::turn::Prepared;
 use crate::turn::observer::{NoObserver, RoundReport, TurnInfo, TurnObserver, TurnReport};
 use crate::upstream::{FinishReason, ModelClient, RoundRequest, UpstreamError, UpstreamEvent};
@@ -27,6 +28,16 @@ use futures_util::StreamExt;
 
 /// The answer to a gateway call beyond `max_tool_calls`.
 const MAX_TOOL_CALLS: &str = "error: max_tool_calls reached; this call was not executed. Answer with what you have.";
+
+/// The answer to a client call not returned because another call of its round (of a
+/// `strict` function) is asked again.
+const NOT_RETURNED: &str = "error: this call was not returned because another call of this round had invalid arguments. Make it again if it is still needed.";
+
+/// `incomplete_details.reason` of a turn whose output the gateway withheld because it broke
+/// the request's constraints (a strict function's arguments invalid twice; a required tool
+/// choice not honoured twice). The contract's reasons are `max_output_tokens` and
+/// `content_filter`: the output was filtered, so `content_filter` is the closest.
+const INVALID_REASON: &str = "content_filter";
 
 /// Loop bounds (from `[tools]`).
 #[derive(Debug, Clone, Copy)]
@@ -91,6 +102,10 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
     let mut choice = tools.choice.clone();
     let max_rounds = limits.max_rounds.max(1);
     let mut done_ctx = Ended { observer, info: &info, started, rounds: 0 };
+    // A strict function's invalid arguments are asked again once per turn.
+    let mut strict_retried = false;
+    // A forcing `tool_choice` the upstream ignored is asked again once per turn.
+    let mut choice_retried = false;
     for round_no in 0..max_rounds {
         let last = round_no + 1 == max_rounds;
         if let Some(cap) = max_output_tokens {
@@ -126,7 +141,12 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
         // the last round, dropped).
         let restricted = tools.restricted_to(&declared);
         let offered = restricted.as_ref().unwrap_or(&tools);
-        let mut round = Round::new(last, sampling.parallel_tool_calls == Some(false)).with_encrypted_reasoning(sampling.encrypted_reasoning);
+        // With a `strict` client function offered, client calls are checked before any is
+        // shown: they wait for the end of the round.
+        let strict_offered = offered.entries().iter().any(is_strict);
+        let mut round = Round::new(last, sampling.parallel_tool_calls == Some(false))
+            .with_encrypted_reasoning(sampling.encrypted_reasoning)
+            .with_held_calls(strict_offered);
         if !declared.is_empty() {
             // A call the model writes as text (a server whose tool parser failed) is
             // recovered; a bare JSON answer only when the client did not ask for JSON.
@@ -187,17 +207,46 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
         }
         // Call markup still held at the end of the text becomes calls (or text).
         round.end_text(offered, emitter, &files, &sources);
-        // The last round went upstream without tools: a call the model writes anyway was
-        // dropped as it came (neither executed nor returned), and the turn ends with its answer.
+        // A forcing `tool_choice` the upstream ignored (many chat templates do): an answer
+        // without any call is asked again once, with the choice and a short instruction;
+        // its text, already shown, is `commentary`. A second such answer ends the turn
+        // `incomplete`: it is never passed off as honouring the choice.
+        let ignored = round.calls.is_empty() && !last && round_choice.forces();
+        round.goes_on = ignored && !choice_retried;
         let text = round.close_message(emitter, ItemStatus::Completed, &sources);
         transcript.push_upstream_items(std::mem::take(&mut round.upstream_items));
+        if ignored {
+            push_text(&mut transcript, text);
+            if choice_retried {
+                tracing::warn!("the upstream ignored a required tool_choice twice");
+                return finish(&done_ctx, emitter, transcript, &mut files, Terminal::Incomplete(INVALID_REASON.into()), usage, None);
+            }
+            choice_retried = true;
+            transcript.entries.push(Entry::User(vec![UserPart::Text(choice_instruction(&round_choice))]));
+            continue;
+        }
+        // The last round went upstream without tools: a call the model writes anyway was
+        // dropped as it came (neither executed nor returned), and the turn ends with its answer.
         if round.calls.is_empty() || last {
             push_text(&mut transcript, text);
             return finish(&done_ctx, emitter, transcript, &mut files, Terminal::Completed, usage, None);
         }
+        // Near-JSON arguments are repaired (a function's, a gateway tool's); a strict
+        // function's are checked against its schema before any client call is shown.
+        let invalid = decide_arguments(&mut round, offered);
+        if !invalid.is_empty() {
+            if strict_retried {
+                tracing::warn!(calls = invalid.len(), "a strict function's arguments stayed invalid after a second attempt");
+                push_text(&mut transcript, text);
+                return finish(&done_ctx, emitter, transcript, &mut files, Terminal::Incomplete(INVALID_REASON.into()), usage, None);
+            }
+            strict_retried = true;
+        }
         // Client calls still open (or held back behind one) are done before any gateway
-        // call's item is added: items never overlap.
-        round.close_streamed_calls(offered, emitter);
+        // call's item is added: items never overlap. Not when the round is asked again.
+        if invalid.is_empty() {
+            round.close_streamed_calls(offered, emitter);
+        }
         let mut gateway = Vec::new();
         let mut answers: Vec<ToolResult> = Vec::new();
         let mut client = Vec::new();
@@ -223,7 +272,14 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
                     "error: there is no tool named '{}'. Use one of the declared tools or answer directly.",
                     call.name
                 ))),
-                Some(entry) if entry.owner == Owner::Client => client.push(call.index),
+                // A strict call with invalid arguments is asked again, with the error as its
+                // result; the round's other client calls are not returned either (they may
+                // be made again with it).
+                Some(entry) if entry.owner == Owner::Client => match invalid.iter().find(|(id, _)| *id == call.call_id) {
+                    Some((_, msg)) => answers.push(reject(msg.clone())),
+                    None if !invalid.is_empty() => answers.push(reject(NOT_RETURNED.into())),
+                    None => client.push(call.index),
+                },
                 Some(entry) => match execute::validate(entry, &call.arguments) {
                     Err(msg) => answers.push(reject(msg)),
                     Ok(_) if max_tool_calls.is_some_and(|cap| executed >= cap) => answers.push(reject(MAX_TOOL_CALLS.into())),
@@ -286,6 +342,45 @@ fn close_cut_round(round: &mut Round, tools: &ToolSet, emitter: &mut Emitter, fi
     } else {
         transcript.push_assistant(text, calls);
     }
+}
+
+/// The instruction that follows an answer which ignored a forcing `tool_choice`.
+fn choice_instruction(choice: &ToolChoice) -> String {
+    match choice {
+        ToolChoice::Named(name) => format!("The request requires a call of the tool '{name}'. Call '{name}' now instead of answering in text."),
+        _ => "The request requires a tool call. Call one of the offered tools now instead of answering in text.".to_string(),
+    }
+}
+
+/// True for a client function declared with `strict: true`.
+fn is_strict(entry: &ToolEntry) -> bool {
+    entry.owner == Owner::Client && entry.call_item() == CallItem::Function && entry.upstream.strict == Some(true)
+}
+
+/// Decides each call's arguments at the end of its round: a function's (client or gateway)
+/// and any gateway tool's near-JSON arguments are repaired ([`arguments::repair`]) where the
+/// call's item is not done yet. A strict client function's are then checked against its
+/// schema: returns `(call id, error for the model)` of each that is invalid.
+fn decide_arguments(round: &mut Round, offered: &ToolSet) -> Vec<(String, String)> {
+    let mut invalid = Vec::new();
+    for call in round.calls.iter_mut().filter(|c| !c.closed) {
+        let Some(entry) = offered.lookup(&call.name) else { continue };
+        if entry.owner == Owner::Client && entry.is_custom() {
+            continue;
+        }
+        if let Some(fixed) = arguments::repair(&call.arguments) {
+            tracing::debug!(name = %call.name, "near-JSON arguments repaired");
+            call.arguments = fixed;
+        }
+        if is_strict(entry) {
+            call.ensure_id();
+            let args = if call.arguments.trim().is_empty() { "{}" } else { call.arguments.as_str() };
+            if let Err(msg) = execute::validate(entry, args) {
+                invalid.push((call.call_id.clone(), msg));
+            }
+        }
+    }
+    invalid
 }
 
 fn push_text(transcript: &mut Transcript, text: String) {

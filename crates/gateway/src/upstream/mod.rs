@@ -4,6 +4,7 @@
 //! wire API is one adapter folder that renders both (`chat/`: Chat Completions);
 //! [`connect`] picks it from `[upstream]`.
 
+pub mod arguments;
 pub mod chat;
 pub mod connect;
 pub mod http;
@@ -136,6 +137,12 @@ impl ToolChoice {
             ToolChoice::Allowed { names, .. } => ToolChoice::Allowed { required: false, names },
             other => other,
         }
+    }
+
+    /// True when the choice requires a call (`required`, a named tool, `allowed_tools` in
+    /// `required` mode).
+    pub fn forces(&self) -> bool {
+        matches!(self, ToolChoice::Required | ToolChoice::Named(_) | ToolChoice::Allowed { required: true, .. })
     }
 }
 

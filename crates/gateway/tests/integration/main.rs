@@ -9,6 +9,7 @@
 
 mod common;
 
+mod arguments;
 mod cli;
 mod client_calls;
 mod disconnect;
@@ -28,6 +29,7 @@ mod store_processes;
 mod store_responses;
 mod store_startup;
 mod stream_shapes;
+mod tool_choice;
 mod tools;
 mod vector_stores;
 mod vector_stores_process;

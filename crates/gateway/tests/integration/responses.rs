@@ -185,7 +185,9 @@ async fn tool_choice_variants_map_upstream() {
         (json!({"type":"allowed_tools","mode":"auto","tools":[{"type":"function","name":"other"}]}), Some(1), Some(json!("auto"))),
     ];
     for (i, (choice, n_tools, up_choice)) in cases.into_iter().enumerate() {
-        h.upstream.push(Script::text(&["ok"]));
+        // A forcing choice is answered with a call (a text answer would be asked again).
+        let forcing = matches!(i, 1 | 2);
+        h.upstream.push(if forcing { Script::tool_call("other", "{}") } else { Script::text(&["ok"]) });
         let (status, body) = h.post(json!({"model":"m","input":"x","tools":[weather_tool(), other],"tool_choice":choice})).await;
         assert_eq!(status, 200, "{body}");
         assert_eq!(body["tool_choice"], choice, "echo");

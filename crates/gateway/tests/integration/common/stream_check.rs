@@ -133,7 +133,7 @@ pub fn check_stream(raw: &str) -> Checked {
                 let key = if t.contains("function") { "arguments" } else { "input" };
                 let full = e[key].as_str().expect("full text");
                 let streamed = args.get(&oi).cloned().unwrap_or_default();
-                assert!(full.starts_with(&streamed) || streamed.is_empty(), "streamed deltas are a prefix of {key}: {streamed:?} vs {full:?}");
+                assert_eq!(streamed, full, "the streamed deltas add up to the {key}");
             }
             _ => {}
         }

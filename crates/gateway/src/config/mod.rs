@@ -178,9 +178,10 @@ pub enum UpstreamApiKind {
 /// API; the hosted `file_search` and `web_search` only on a Responses upstream.
 pub const NATIVE_TOOL_TYPES: [&str; 3] = ["custom", "file_search", "web_search"];
 
-/// Hosts that execute hosted tools themselves (OpenAI runs `web_search` and `file_search` on
-/// its side): a native declaration there would not come back as a call for the gateway.
-const SELF_EXECUTING_HOSTS: [&str; 2] = ["api.openai.com", ".openai.azure.com"];
+/// Domains whose hosts execute hosted tools themselves (OpenAI runs `web_search` and
+/// `file_search` on its side; any host of these domains, e.g. `eu.api.openai.com`): a
+/// native declaration there would not come back as a call for the gateway.
+const SELF_EXECUTING_DOMAINS: [&str; 2] = ["openai.com", "openai.azure.com"];
 
 /// `[upstream]`: the model server.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -299,8 +300,8 @@ impl Config {
             if self.upstream.api != UpstreamApiKind::Responses {
                 anyhow::bail!("upstream.native_tools: '{t}' has a native form only on a Responses upstream (upstream.api = \"responses\")");
             }
-            let host = parsed.host_str().unwrap_or_default().to_ascii_lowercase();
-            if SELF_EXECUTING_HOSTS.iter().any(|h| if h.starts_with('.') { host.ends_with(h) } else { host == *h }) {
+            let host = parsed.host_str().unwrap_or_default().trim_end_matches('.').to_ascii_lowercase();
+            if SELF_EXECUTING_DOMAINS.iter().any(|d| host == *d || host.strip_suffix(d).is_some_and(|h| h.ends_with('.'))) {
                 anyhow::bail!(
                     "upstream.native_tools: '{t}' would be executed by this upstream itself, not returned to the gateway; \
                      declare it as a function (leave it out of native_tools), or use [web_search] backend = \"openai\" for OpenAI's own search"

@@ -63,6 +63,7 @@ impl OpenAiSearch {
             UpstreamError::Status { status, .. } => format!("the search model answered HTTP {status}"),
             UpstreamError::UnknownModel(_) => "the search model answered HTTP 404".to_string(),
             UpstreamError::Protocol(_) => "the search model's answer is not JSON".to_string(),
+            UpstreamError::Failed(_) => "the search model failed".to_string(),
         })?;
         parse(&v).ok_or_else(|| "the search model's answer is not a Responses object".to_string())
     }

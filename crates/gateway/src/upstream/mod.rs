@@ -233,6 +233,10 @@ pub enum UpstreamError {
     UnknownModel(String),
     #[error("upstream sent an invalid response: {0}")]
     Protocol(String),
+    /// The upstream's stream said the response failed (a Responses upstream's
+    /// `response.failed` or `error` event without an HTTP status of its own).
+    #[error("upstream response failed: {0}")]
+    Failed(String),
     #[error("upstream timed out: no data for {0} ms")]
     Timeout(u64),
 }
@@ -269,6 +273,7 @@ impl UpstreamError {
             UpstreamError::Status { status, message } => UpstreamError::Status { status, message: redact(&message) },
             UpstreamError::UnknownModel(m) => UpstreamError::UnknownModel(redact(&m)),
             UpstreamError::Protocol(m) => UpstreamError::Protocol(redact(&m)),
+            UpstreamError::Failed(m) => UpstreamError::Failed(redact(&m)),
             UpstreamError::Timeout(ms) => UpstreamError::Timeout(ms),
         }
     }

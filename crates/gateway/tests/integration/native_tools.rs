@@ -160,19 +160,53 @@ async fn a_native_web_search_call_is_run_by_the_gateway_and_goes_back_typed() {
     assert_eq!(reqs[1].body["tool_choice"], "auto");
 }
 
+/// A typed call of a hosted tool declared as a function (not natively) runs as that
+/// function's call would; one of a hosted tool not declared at all is answered as any call of
+/// a tool not offered, and the model answers in another round (never an empty success).
 #[tokio::test]
-async fn a_typed_call_of_a_tool_not_declared_natively_is_ignored() {
-    // The upstream returns a typed call although the tool went as a function: the gateway
-    // neither runs nor shows it.
+async fn typed_calls_of_tools_not_declared_natively_are_calls_too() {
     let (h, vs, _search) = gateway(&[]).await;
     vs.set(VsMode::Ogx(vec![ZURICH]));
-    h.upstream.push(
-        Script::default().with_tool(ToolCallScript::hosted("file_search", r#"{"queries":["x"]}"#)).finish("stop"),
-    );
+    h.upstream.push(Script::default().with_tool(ToolCallScript::hosted("file_search", r#"{"queries":["x"]}"#)));
+    h.upstream.push(Script::text(&["Schober."]));
     let (status, body) = h.post(file_search_turn()).await;
     assert_eq!(status, 200, "{body}");
-    assert!(vs.seen().is_empty(), "no search ran");
-    assert!(!kinds(&body["output"]).contains(&"file_search_call".to_string()), "{body}");
+    assert_eq!(vs.seen().len(), 1, "the search ran");
+    assert_eq!(kinds(&body["output"]), ["file_search_call", "message"], "{body}");
+    let input = &h.upstream.requests()[1].body["input"];
+    assert_eq!(kinds(input), ["message", "function_call", "function_call_output"], "the function form, as declared: {input}");
+
+    h.upstream.push(Script::default().with_tool(ToolCallScript::hosted("web_search", r#"{"query":"x"}"#)));
+    h.upstream.push(Script::text(&["No search."]));
+    let (status, body) = h.post(file_search_turn()).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(kinds(&body["output"]), ["message"], "{body}");
+    let reqs = h.upstream.requests();
+    let output = reqs[3].body["input"].as_array().unwrap().iter().find(|i| i["type"] == "function_call_output").cloned().unwrap();
+    assert!(output["output"].as_str().unwrap().contains("no tool named 'web_search'"), "{output}");
+}
+
+/// Typed items go back in the model's call order, a call the gateway refused (invalid
+/// arguments) in its function form with the error the model reads.
+#[tokio::test]
+async fn typed_items_keep_the_models_call_order() {
+    let (h, vs, search) = gateway(&["file_search", "web_search"]).await;
+    vs.set(VsMode::Ogx(vec![ZURICH]));
+    search.set(Mode::Ok(searxng_page()));
+    let script = Script::default()
+        .with_tool(ToolCallScript::hosted("web_search", r#"{"query":"a"}"#))
+        .with_tool(ToolCallScript::hosted("file_search", r#"{"queries":[]}"#))
+        .with_tool(ToolCallScript::hosted("web_search", r#"{"query":"b"}"#));
+    h.upstream.push(script);
+    h.upstream.push(Script::text(&["Done."]));
+    let mut turn = file_search_turn();
+    turn["tools"].as_array_mut().unwrap().push(json!({"type": "web_search"}));
+    let (status, body) = h.post(turn).await;
+    assert_eq!(status, 200, "{body}");
+    let input = &h.upstream.requests()[1].body["input"];
+    assert_eq!(kinds(input), ["message", "web_search_call", "function_call", "web_search_call", "function_call_output"], "{input}");
+    assert_eq!((input[1]["action"]["query"].as_str(), input[3]["action"]["query"].as_str()), (Some("a"), Some("b")));
+    assert!(input[4]["output"].as_str().unwrap().contains("do not match its schema"), "{}", input[4]);
 }
 
 #[test]
@@ -184,11 +218,14 @@ fn hosted_native_tools_need_a_responses_upstream_that_does_not_run_them_itself()
     assert!(err.contains("only on a Responses upstream"), "{err}");
     c.upstream.api = UpstreamApiKind::Responses;
     c.validate().unwrap();
-    for url in ["https://api.openai.com/v1", "https://my.openai.azure.com/openai/v1"] {
+    for url in ["https://api.openai.com/v1", "https://my.openai.azure.com/openai/v1", "https://api.openai.com./v1", "https://eu.api.openai.com/v1"] {
         c.upstream.url = Some(url.into());
         let err = c.validate().unwrap_err().to_string();
         assert!(err.contains("executed by this upstream itself"), "{url}: {err}");
     }
+    c.upstream.url = Some("https://notopenai.com/v1".into());
+    c.validate().unwrap();
     c.upstream.native_tools = vec!["custom".into()];
+    c.upstream.url = Some("https://api.openai.com/v1".into());
     c.validate().unwrap();
 }

@@ -45,8 +45,8 @@ pub const HERMES_END: &str = "</tool_call>";
 /// End-of-message tokens that servers sometimes print after a Llama 3 call.
 pub const LLAMA_ENDS: [&str; 2] = ["<|eom_id|>", "<|eot_id|>"];
 
-/// The keys a bare JSON call may start with.
-const BARE_KEYS: [&str; 3] = ["name", "arguments", "parameters"];
+/// The keys a bare JSON call may start with (Llama 3's JSON form starts with `type`).
+const BARE_KEYS: [&str; 5] = ["name", "arguments", "parameters", "type", "id"];
 
 /// The earliest whole marker in `s`: its byte offset and which one.
 pub fn find_marker(s: &str) -> Option<(usize, Marker)> {
@@ -186,7 +186,7 @@ pub enum Bare {
     No,
     /// Too short to tell.
     Maybe,
-    /// It begins like one: `{"name"`, `{"arguments"` or `{"parameters"`, maybe after
+    /// It begins like one: `{"name"`, `{"arguments"`, `{"parameters"`, `{"type"` or `{"id"`, maybe after
     /// ```` ```json ````; the object starts at this byte offset.
     Yes(usize),
 }
@@ -300,6 +300,7 @@ mod tests {
         assert_eq!(bare_start("  "), Bare::Maybe);
         assert_eq!(bare_start("{"), Bare::Maybe);
         assert_eq!(bare_start("{\"na"), Bare::Maybe);
+        assert_eq!(bare_start("{\"type\": \"function\", \"name\""), Bare::Yes(0), "Llama 3's JSON form");
         assert_eq!(bare_start("\n{ \"name\""), Bare::Yes(1));
         assert_eq!(bare_start("{\"parameters\": {"), Bare::Yes(0));
         assert_eq!(bare_start("{\"city\": 1}"), Bare::No);

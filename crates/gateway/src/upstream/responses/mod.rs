@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use crate::upstream::http::HttpUpstream;
 use crate::upstream::sse::{SseParser, SseRound};
-use crate::upstream::{FinishReason, ModelClient, RoundRequest, UpstreamCaps, UpstreamError, UpstreamEvent, UpstreamStream};
+use crate::upstream::{FinishReason, ModelClient, RoundRequest, UpstreamCaps, UpstreamError, UpstreamEvent, UpstreamStream, HOSTED_NATIVE};
 
 /// A configured Responses upstream (`upstream.api = "responses"`).
 #[derive(Debug, Clone)]
@@ -211,33 +211,37 @@ struct Item<'a> {
     arguments: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     input: Option<Cow<'a, str>>,
-    /// A `file_search_call`'s queries.
-    #[serde(borrow, default)]
-    queries: Option<Vec<Cow<'a, str>>>,
-    /// A `web_search_call`'s action.
-    #[serde(borrow, default)]
-    action: Option<Action<'a>>,
+    /// A `file_search_call`'s queries (read leniently: any JSON).
+    #[serde(default)]
+    queries: Option<Value>,
+    /// A `web_search_call`'s action (read leniently: any JSON).
+    #[serde(default)]
+    action: Option<Value>,
 }
 
-/// A `web_search_call`'s action: its query (or queries).
-#[derive(Deserialize, Default)]
-struct Action<'a> {
-    #[serde(borrow, default)]
-    query: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    queries: Option<Vec<Cow<'a, str>>>,
+/// The strings of `v`: a string, or the strings of an array (others skipped).
+fn strings(v: Option<&Value>) -> Vec<&str> {
+    match v {
+        Some(Value::String(s)) => vec![s.as_str()],
+        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// The function-form arguments of a hosted tool's typed call, from its finished item:
-/// `{"queries": […]}` for a file search, `{"query": "…"}` for a web search.
+/// `{"queries": […]}` for a file search, `{"query": "…"}` for a web search (`action.query`,
+/// else its first `queries`). What the item lacks is left out, so the tool's schema check
+/// answers the model instead of the turn failing.
 fn hosted_arguments(item: &Item<'_>) -> String {
     if item.kind.as_deref() == Some("web_search_call") {
         let action = item.action.as_ref();
-        let query = action.and_then(|a| a.query.as_deref().or_else(|| a.queries.as_ref()?.first().map(|q| q.as_ref())));
-        return serde_json::json!({"query": query.unwrap_or_default()}).to_string();
+        let query = strings(action.and_then(|a| a.get("query"))).into_iter().chain(strings(action.and_then(|a| a.get("queries")))).next();
+        return match query {
+            Some(q) => serde_json::json!({"query": q}).to_string(),
+            None => "{}".to_string(),
+        };
     }
-    let queries: Vec<&str> = item.queries.iter().flatten().map(|q| q.as_ref()).collect();
-    serde_json::json!({"queries": queries}).to_string()
+    serde_json::json!({"queries": strings(item.queries.as_ref())}).to_string()
 }
 
 /// A Response's fields the parser reads (terminal events); `output` is skipped unread.
@@ -322,14 +326,16 @@ impl SseParser for ResponsesParser {
                 let (kind, call_id, name) = match item.kind.as_deref() {
                     Some("function_call") => (CallKind::Function, owned(&item.call_id), owned(&item.name)),
                     Some("custom_tool_call") => (CallKind::Custom, owned(&item.call_id), owned(&item.name)),
+                    // A typed call has no call id: its item id names it. One of a hosted
+                    // tool not declared natively this round is still its call, under the
+                    // type's function name: the turn runs it if the tool is declared (as a
+                    // function), else answers it as any call of a tool not offered.
                     Some(t) => match self.hosted.iter().find(|(item_type, _)| *item_type == t) {
-                        // A typed call has no call id: its item id names it.
                         Some((_, name)) => (CallKind::Hosted, owned(&item.id), Some(name.clone())),
-                        None if t.ends_with("_call") => {
-                            tracing::warn!(item = ?t, "the upstream sent a typed call of a tool not declared to it natively; ignored");
-                            return Ok(false);
-                        }
-                        None => return Ok(false),
+                        None => match HOSTED_NATIVE.iter().find(|(_, item_type)| *item_type == t) {
+                            Some((tool_type, _)) => (CallKind::Hosted, owned(&item.id), Some(tool_type.to_string())),
+                            None => return Ok(false),
+                        },
                     },
                     None => return Ok(false),
                 };
@@ -388,14 +394,18 @@ impl SseParser for ResponsesParser {
             }
             "response.failed" => {
                 let response = v.response.unwrap_or_default();
-                let message = response.error.as_ref().and_then(|e| e.message.as_deref()).unwrap_or("the upstream response failed");
-                return Err(UpstreamError::Status { status: 500, message: message.chars().take(500).collect() });
+                let message = response.error.as_ref().and_then(|e| e.message.as_deref()).unwrap_or("no error message");
+                return Err(UpstreamError::Failed(message.chars().take(500).collect()));
             }
             "error" => {
                 let message = v.message.as_deref().or_else(|| v.error.as_ref().and_then(|e| e.message.as_deref())).unwrap_or("error in stream");
                 let code = v.code.as_ref().or_else(|| v.error.as_ref().and_then(|e| e.code.as_ref()));
-                let status = code.and_then(Value::as_u64).filter(|c| (400..600).contains(c)).unwrap_or(500) as u16;
-                return Err(UpstreamError::Status { status, message: message.chars().take(500).collect() });
+                let message: String = message.chars().take(500).collect();
+                // An `error` event with an HTTP status as its code is that status's error.
+                return Err(match code.and_then(Value::as_u64).filter(|c| (400..600).contains(c)) {
+                    Some(status) => UpstreamError::Status { status: status as u16, message },
+                    None => UpstreamError::Failed(message),
+                });
             }
             "response.custom_tool_call_input.done" => {}
             k if QUIET.contains(&k) => {}
@@ -509,8 +519,8 @@ mod tests {
 
     /// A typed call of a hosted tool declared natively is a call of that tool, named by its
     /// model-visible name, its arguments the function form's from the finished item; the
-    /// typed call's progress events are not read; a typed call of an undeclared type is
-    /// ignored.
+    /// typed call's progress events are not read; a typed call of a type that is not a
+    /// hosted tool is ignored; one without its query gives arguments without it.
     #[test]
     fn typed_calls_of_native_hosted_tools_become_calls() {
         let mut p = ResponsesParser { hosted: vec![("file_search_call", "file_search".into()), ("web_search_call", "web_search".into())], ..ResponsesParser::default() };
@@ -522,6 +532,8 @@ mod tests {
             (None, r#"{"type":"response.output_item.added","output_index":1,"item":{"id":"ws_1","type":"web_search_call","status":"in_progress"}}"#),
             (None, r#"{"type":"response.output_item.done","output_index":1,"item":{"id":"ws_1","type":"web_search_call","status":"completed","action":{"type":"search","queries":["rust"]}}}"#),
             (None, r#"{"type":"response.output_item.added","output_index":2,"item":{"id":"ci_1","type":"code_interpreter_call"}}"#),
+            (None, r#"{"type":"response.output_item.added","output_index":3,"item":{"id":"ws_2","type":"web_search_call","status":"in_progress"}}"#),
+            (None, r#"{"type":"response.output_item.done","output_index":3,"item":{"id":"ws_2","type":"web_search_call","action":{"query":null}}}"#),
             (None, r#"{"type":"response.completed","response":{}}"#),
         ] {
             p.parse(event, data, &mut out).unwrap_or_else(|e| panic!("{data}: {e}"));
@@ -539,6 +551,8 @@ mod tests {
                 call(0, None, None, Some(r#"{"queries":["a \"b\"","c"]}"#)),
                 call(1, Some("ws_1"), Some("web_search"), None),
                 call(1, None, None, Some(r#"{"query":"rust"}"#)),
+                call(3, Some("ws_2"), Some("web_search"), None),
+                call(3, None, None, Some("{}")),
                 UpstreamEvent::Finish(FinishReason::ToolCalls),
             ]
         );
@@ -551,7 +565,7 @@ mod tests {
         let inc = parse_all(&[r#"{"type":"response.incomplete","response":{"incomplete_details":{"reason":"max_output_tokens"}}}"#]).unwrap();
         assert_eq!(inc, vec![UpstreamEvent::Finish(FinishReason::Length)]);
         let failed = parse_all(&[r#"{"type":"response.failed","response":{"error":{"code":"server_error","message":"boom"}}}"#]).unwrap_err();
-        assert_eq!(failed, UpstreamError::Status { status: 500, message: "boom".into() });
+        assert_eq!(failed, UpstreamError::Failed("boom".into()));
         let err = parse_all(&[r#"{"type":"error","code":429,"message":"slow down"}"#]).unwrap_err();
         assert_eq!(err, UpstreamError::Status { status: 429, message: "slow down".into() });
         assert!(matches!(parse_all(&["{not json"]), Err(UpstreamError::Protocol(_))));

@@ -154,7 +154,7 @@ fn tool_choice(choice: &ToolChoice, natives: &Natives<'_>) -> Value {
 /// The transcript's entries as Responses input items: messages, calls (`function_call`, or
 /// `custom_tool_call` for a tool declared natively) and their outputs; a call of a natively
 /// declared hosted tool and its result are one typed item (`file_search_call` with
-/// `results`), in the result's place.
+/// `results`), in the call's place.
 struct Input<'a, 'r> {
     t: &'r Transcript,
     natives: &'r Natives<'a>,
@@ -163,12 +163,13 @@ struct Input<'a, 'r> {
 impl Serialize for Input<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let t = self.t;
-        // Calls answered by a typed item: the item stands for the call and its result.
-        let typed: Vec<&str> = t
+        // Calls answered by a typed item: the item stands for the call and its result, in
+        // the call's place (the model's order).
+        let typed: Vec<(&str, &Value)> = t
             .entries
             .iter()
             .filter_map(|e| match e {
-                Entry::ToolResult { call_id, continuation: Some(_), .. } => Some(call_id.as_str()),
+                Entry::ToolResult { call_id, continuation: Some(item), .. } => Some((call_id.as_str(), item)),
                 _ => None,
             })
             .collect();
@@ -185,7 +186,8 @@ impl Serialize for Input<'_, '_> {
                         seq.serialize_element(&Message { kind: "message", role: "assistant", content })?;
                     }
                     for c in calls {
-                        if typed.contains(&c.call_id.as_str()) {
+                        if let Some((_, item)) = typed.iter().find(|(id, _)| *id == c.call_id) {
+                            seq.serialize_element(item)?;
                             continue;
                         }
                         if native(self.natives, &c.name).is_some_and(|t| t.tool_type == "custom") {
@@ -197,7 +199,7 @@ impl Serialize for Input<'_, '_> {
                         }
                     }
                 }
-                Entry::ToolResult { continuation: Some(item), .. } => seq.serialize_element(item)?,
+                Entry::ToolResult { continuation: Some(_), .. } => {}
                 Entry::ToolResult { call_id, content, .. } => {
                     let kind = if custom_calls.contains(&call_id.as_str()) { "custom_tool_call_output" } else { "function_call_output" };
                     seq.serialize_element(&Output { kind, call_id, output: content })?;

@@ -1,6 +1,7 @@
 //! responses-gateway: an OpenAI-compatible Responses API gateway that owns tool execution.
 //! See `DESIGN.md` (shared) for the ownership model and pipeline.
 
+pub mod auth;
 pub mod config;
 pub mod crypto;
 pub mod error;
@@ -33,6 +34,11 @@ pub async fn serve_on(
     crypto::install();
     let state = Arc::new(http::AppState::from_config(config).await?);
     let addr = listener.local_addr()?;
+    if state.keys.is_empty() && !addr.ip().is_loopback() {
+        tracing::warn!(%addr, "no API key is configured ([auth]) and the gateway listens beyond loopback: anyone who reaches {addr} can use it and read its stored data");
+    } else if !state.keys.is_empty() {
+        tracing::info!(keys = state.keys.len(), "API keys required on /v1/*");
+    }
     tracing::info!(%addr, data_dir = %config.data_dir().display(), store = ?config.store.backend, "listening on http://{addr}");
     let (turns, cancel) = (state.turns.clone(), state.shutdown.clone());
     let app = http::router(state, &config.server);

@@ -2,6 +2,7 @@
 //! `/v1/conversations` (and their items), `/v1/files` and `/v1/vector_stores` (the embedded
 //! index), `/v1/models[/{model}]`, `/healthz`, `/readyz`.
 
+pub mod auth;
 pub mod conversations;
 pub mod error;
 pub mod files;
@@ -61,6 +62,10 @@ pub struct AppState {
     pub turns: tokio_util::task::TaskTracker,
     /// Cancelled when the shutdown grace period is over: running turns end `incomplete`.
     pub shutdown: tokio_util::sync::CancellationToken,
+    /// The API keys of `[auth]` (empty: the API is open).
+    pub keys: Arc<crate::auth::ApiKeys>,
+    /// `metrics.require_key`: `/metrics` needs a key too.
+    pub metrics_need_key: bool,
     /// What the last `/readyz` found (true until a check fails): its changes are logged.
     pub ready: std::sync::atomic::AtomicBool,
 }
@@ -82,7 +87,10 @@ impl AppState {
             call_timeout: Duration::from_millis(config.tools.call_timeout_ms),
         };
         let local_index = open_local_index(config)?;
+        let keys = Arc::new(crate::auth::ApiKeys::load(&config.auth)?);
         Ok(AppState {
+            keys,
+            metrics_need_key: config.metrics.require_key,
             upstream: upstream.clone(),
             models: config.models.clone(),
             reject_unknown: config.server.reject_unknown_parameters,
@@ -122,8 +130,11 @@ fn open_local_index(config: &Config) -> anyhow::Result<Option<Arc<LocalIndex>>> 
 }
 
 /// The router with every route: request bodies at most `server.max_body_bytes` (413), each
-/// piece of a body within `server.request_read_timeout_ms` of the last (408).
+/// piece of a body within `server.request_read_timeout_ms` of the last (408); with keys in
+/// `[auth]`, `/v1/*` needs one (401, checked before the body is read).
 pub fn router(state: Arc<AppState>, server: &crate::config::ServerConfig) -> Router {
+    let guard = (!state.keys.is_empty())
+        .then(|| Arc::new(auth::Guard { keys: state.keys.clone(), metrics_need_key: state.metrics_need_key }));
     let max_body_bytes = server.max_body_bytes;
     // Uploads may be as large as `max_upload_bytes` plus the multipart framing; the handler
     // answers 413 past the limit itself.
@@ -133,7 +144,7 @@ pub fn router(state: Arc<AppState>, server: &crate::config::ServerConfig) -> Rou
     let uploads = Router::new()
         .route("/v1/files", post(files::upload).get(files::list).layer(DefaultBodyLimit::max(upload_limit)))
         .layer(RequestBodyLimitLayer::new(upload_limit));
-    Router::new()
+    let app = Router::new()
         .route("/v1/responses", post(responses::create))
         .route("/v1/responses/{id}", get(stored::get).delete(stored::delete))
         .route("/v1/responses/{id}/input_items", get(stored::input_items))
@@ -172,7 +183,10 @@ pub fn router(state: Arc<AppState>, server: &crate::config::ServerConfig) -> Rou
         .fallback(health::not_found)
         .method_not_allowed_fallback(health::method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body_bytes))
-        .layer(RequestBodyTimeoutLayer::new(Duration::from_millis(server.request_read_timeout_ms)))
-        .layer(axum::middleware::map_response(rejections::openai_shaped))
-        .with_state(state)
+        .layer(RequestBodyTimeoutLayer::new(Duration::from_millis(server.request_read_timeout_ms)));
+    let app = match guard {
+        Some(guard) => app.layer(axum::middleware::from_fn_with_state(guard, auth::require_key)),
+        None => app,
+    };
+    app.layer(axum::middleware::map_response(rejections::openai_shaped)).with_state(state)
 }

@@ -9,6 +9,7 @@
 
 mod common;
 
+mod auth;
 mod cli;
 mod client_calls;
 mod disconnect;

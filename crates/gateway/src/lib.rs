@@ -9,6 +9,7 @@ pub mod events;
 pub mod executors;
 pub mod http;
 pub mod store;
+pub mod telemetry;
 pub mod tools;
 pub mod transcript;
 pub mod turn;
@@ -40,7 +41,17 @@ pub async fn serve_on(
         tracing::info!(keys = state.keys.len(), "API keys required on /v1/*");
     }
     tracing::info!(%addr, data_dir = %config.data_dir().display(), store = ?config.store.backend, "listening on http://{addr}");
+    if let Some(m) = &state.metrics {
+        m.start_upkeep();
+    }
     let (turns, cancel) = (state.turns.clone(), state.shutdown.clone());
+    // `/metrics` on its own address (`metrics.listen`), until the process ends.
+    if let (Some(m), Some(at)) = (&state.metrics, config.metrics.listen) {
+        let listener = TcpListener::bind(at).await.map_err(|e| anyhow::anyhow!("cannot listen on {at} (metrics.listen): {e}"))?;
+        tracing::info!(addr = %at, "metrics on http://{at}/metrics");
+        let app = http::metrics::router(m.clone(), state.guard());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+    }
     let app = http::router(state, &config.server);
     // On shutdown: no new connections; running turns get `shutdown_grace_ms` to finish,
     // then are cancelled (they end `incomplete` and stored turns are stored so).

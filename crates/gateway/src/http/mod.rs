@@ -9,6 +9,7 @@ pub mod files;
 pub mod health;
 pub mod json_body;
 pub mod list;
+pub mod metrics;
 pub mod models;
 pub mod playground;
 pub mod rejections;
@@ -66,6 +67,10 @@ pub struct AppState {
     pub keys: Arc<crate::auth::ApiKeys>,
     /// `metrics.require_key`: `/metrics` needs a key too.
     pub metrics_need_key: bool,
+    /// `[metrics]`: the recorder (`None` when disabled).
+    pub metrics: Option<Arc<crate::telemetry::Metrics>>,
+    /// `metrics.listen`: `/metrics` is served there, not on the main listener.
+    pub metrics_elsewhere: bool,
     /// What the last `/readyz` found (true until a check fails): its changes are logged.
     pub ready: std::sync::atomic::AtomicBool,
 }
@@ -79,23 +84,30 @@ impl AppState {
     }
 
     /// As [`AppState::from_config`] with an already opened store (tests, embedding).
+    /// With `[metrics] enabled`, the store is timed and the turns observed into the recorder.
     pub fn with_store(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<AppState> {
         let upstream = crate::upstream::connect(config)?;
-        let limits = Limits {
-            max_rounds: config.tools.max_rounds,
-            max_parallel: config.tools.max_parallel,
-            call_timeout: Duration::from_millis(config.tools.call_timeout_ms),
+        let metrics = if config.metrics.enabled { Some(crate::telemetry::Metrics::new()?) } else { None };
+        let store: Arc<dyn Store> = match &metrics {
+            Some(m) => Arc::new(crate::telemetry::store::TimedStore::new(store, m)),
+            None => store,
         };
+        let mut runner = Runner::new(upstream.clone(), limits_of(config));
+        if let Some(m) = &metrics {
+            runner.observer = Arc::new(crate::telemetry::observer::MetricsObserver::new(m.clone()));
+        }
         let local_index = open_local_index(config)?;
         let keys = Arc::new(crate::auth::ApiKeys::load(&config.auth)?);
         Ok(AppState {
             keys,
             metrics_need_key: config.metrics.require_key,
+            metrics,
+            metrics_elsewhere: config.metrics.listen.is_some(),
             upstream: upstream.clone(),
             models: config.models.clone(),
             reject_unknown: config.server.reject_unknown_parameters,
             keepalive: Duration::from_millis(config.server.keepalive_interval_ms),
-            runner: Runner::new(upstream.clone(), limits),
+            runner,
             registry: Arc::new(Registry::from_config(config, local_index.clone().map(|i| i as Arc<dyn VectorStoreBackend>))),
             store,
             lease_ttl_ms: config.store.lease_ttl_ms,
@@ -105,6 +117,22 @@ impl AppState {
             shutdown: Default::default(),
             ready: std::sync::atomic::AtomicBool::new(true),
         })
+    }
+}
+
+impl AppState {
+    /// The key check, when keys are configured.
+    pub fn guard(&self) -> Option<Arc<auth::Guard>> {
+        (!self.keys.is_empty()).then(|| Arc::new(auth::Guard { keys: self.keys.clone(), metrics_need_key: self.metrics_need_key }))
+    }
+}
+
+/// The loop's bounds of `[tools]`.
+fn limits_of(config: &Config) -> Limits {
+    Limits {
+        max_rounds: config.tools.max_rounds,
+        max_parallel: config.tools.max_parallel,
+        call_timeout: Duration::from_millis(config.tools.call_timeout_ms),
     }
 }
 
@@ -133,8 +161,7 @@ fn open_local_index(config: &Config) -> anyhow::Result<Option<Arc<LocalIndex>>> 
 /// piece of a body within `server.request_read_timeout_ms` of the last (408); with keys in
 /// `[auth]`, `/v1/*` needs one (401, checked before the body is read).
 pub fn router(state: Arc<AppState>, server: &crate::config::ServerConfig) -> Router {
-    let guard = (!state.keys.is_empty())
-        .then(|| Arc::new(auth::Guard { keys: state.keys.clone(), metrics_need_key: state.metrics_need_key }));
+    let guard = state.guard();
     let max_body_bytes = server.max_body_bytes;
     // Uploads may be as large as `max_upload_bytes` plus the multipart framing; the handler
     // answers 413 past the limit itself.
@@ -184,8 +211,18 @@ pub fn router(state: Arc<AppState>, server: &crate::config::ServerConfig) -> Rou
         .method_not_allowed_fallback(health::method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body_bytes))
         .layer(RequestBodyTimeoutLayer::new(Duration::from_millis(server.request_read_timeout_ms)));
+    // `/metrics` on this listener (before the key check, which guards it when asked).
+    let app = match &state.metrics {
+        Some(m) if !state.metrics_elsewhere => app.route("/metrics", get(metrics::scrape).with_state(m.clone())),
+        _ => app,
+    };
     let app = match guard {
         Some(guard) => app.layer(axum::middleware::from_fn_with_state(guard, auth::require_key)),
+        None => app,
+    };
+    // Every request counted by route and status (outside the key check: refused ones too).
+    let app = match state.metrics.clone() {
+        Some(m) => app.layer(axum::middleware::from_fn_with_state(m, metrics::count)),
         None => app,
     };
     app.layer(axum::middleware::map_response(rejections::openai_shaped)).with_state(state)

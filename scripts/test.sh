@@ -3,7 +3,8 @@
 # PostgreSQL), clippy with the workspace lints, the Python end-to-end tests with the official openai SDK (SQLite, then the
 # store tests again on PostgreSQL), real clients (the OpenAI Agents SDK and Codex CLI,
 # tests/clients), the playground's browser tests (Debian's Chromium driven by
-# playwright-core, tests/browser), then (serially, last) the real-model smoke test.
+# playwright-core, tests/browser), then (serially, last) the real-model smoke test and the
+# quickstart's --check.
 # Usage: scripts/test.sh [--no-real-model]
 # PostgreSQL: $RESPONSES_GATEWAY_TEST_POSTGRES_URL (default: the machine's server at
 # 127.0.0.1:5432, started or installed by scripts/pg.sh when it does not answer). Every
@@ -59,5 +60,8 @@ if [ "$real_model" = 1 ]; then
   echo "== real model (SmolLM2-135M via llama.cpp) =="
   # The debug binary built above is enough for a smoke test and saves a release build.
   GATEWAY_BIN="${GATEWAY_BIN:-$PWD/target/debug/responses-gateway}" bash scripts/real-model.sh
+  echo "== quickstart --check (the README's first command, on the same venv) =="
+  # The same debug binary: the release build is the one step of the quickstart not run here.
+  GATEWAY_BIN="${GATEWAY_BIN:-$PWD/target/debug/responses-gateway}" bash scripts/quickstart.sh --check --port 0
 fi
 echo "== all tests passed =="

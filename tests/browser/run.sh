@@ -39,6 +39,6 @@ rm -rf "$BROWSER_SHOTS_DIR/logs" && rm -f "$BROWSER_SHOTS_DIR"/*.png
 mkdir -p "$BROWSER_SHOTS_DIR"
 cd "$HERE"
 status=0
-node --test --test-concurrency=1 "$@" lib.test.mjs playground.test.mjs || status=$?
+node --test --test-concurrency=1 "$@" lib.test.mjs playground.test.mjs auth.test.mjs || status=$?
 echo "screenshots: $BROWSER_SHOTS_DIR"
 exit "$status"

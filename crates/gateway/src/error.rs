@@ -9,6 +9,8 @@ use protocol::ApiError;
 pub enum ErrorKind {
     /// The request is invalid (400).
     BadRequest,
+    /// No valid API key came with a request that needs one (401).
+    Unauthorized,
     /// The named resource does not exist (404).
     NotFound,
     /// The method is not served on this path (405).

@@ -1,6 +1,7 @@
 //! responses-gateway: an OpenAI-compatible Responses API gateway that owns tool execution.
 //! See `DESIGN.md` (shared) for the ownership model and pipeline.
 
+pub mod auth;
 pub mod config;
 pub mod crypto;
 pub mod error;
@@ -8,6 +9,7 @@ pub mod events;
 pub mod executors;
 pub mod http;
 pub mod store;
+pub mod telemetry;
 pub mod tools;
 pub mod transcript;
 pub mod turn;
@@ -33,8 +35,23 @@ pub async fn serve_on(
     crypto::install();
     let state = Arc::new(http::AppState::from_config(config).await?);
     let addr = listener.local_addr()?;
+    if state.keys.is_empty() && !addr.ip().is_loopback() {
+        tracing::warn!(%addr, "no API key is configured ([auth]) and the gateway listens beyond loopback: anyone who reaches {addr} can use it and read its stored data");
+    } else if !state.keys.is_empty() {
+        tracing::info!(keys = state.keys.len(), "API keys required on /v1/*");
+    }
     tracing::info!(%addr, data_dir = %config.data_dir().display(), store = ?config.store.backend, "listening on http://{addr}");
+    if let Some(m) = &state.metrics {
+        m.start_upkeep();
+    }
     let (turns, cancel) = (state.turns.clone(), state.shutdown.clone());
+    // `/metrics` on its own address (`metrics.listen`), until the process ends.
+    if let (Some(m), Some(at)) = (&state.metrics, config.metrics.listen) {
+        let listener = TcpListener::bind(at).await.map_err(|e| anyhow::anyhow!("cannot listen on {at} (metrics.listen): {e}"))?;
+        tracing::info!(addr = %at, "metrics on http://{at}/metrics");
+        let app = http::metrics::router(m.clone(), state.guard());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+    }
     let app = http::router(state, &config.server);
     // On shutdown: no new connections; running turns get `shutdown_grace_ms` to finish,
     // then are cancelled (they end `incomplete` and stored turns are stored so).

@@ -78,6 +78,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::CheckConfig(c) => c.load().and_then(|config| {
             config.check_start_secrets()?;
+            responses_gateway::auth::ApiKeys::load(&config.auth)?;
             // A closed pipe (`check-config | head`) is not an error worth a panic.
             let _ = writeln!(std::io::stdout(), "{}", toml_string(&config));
             Ok(())

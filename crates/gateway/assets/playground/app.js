@@ -91,14 +91,45 @@ function refreshToolChoice() {
   select.value = [...select.options].some((o) => o.value === chosen) ? chosen : 'auto';
 }
 
+// ---------------------------------------------------------------- API key
+
+// The gateway's API key, when it asks for one: kept for this tab only (sessionStorage).
+const KEY_STORAGE = 'responses-gateway-api-key';
+
+function apiKey() {
+  try {
+    return sessionStorage.getItem(KEY_STORAGE) || '';
+  } catch {
+    return '';
+  }
+}
+
+/** `headers` with the Authorization header when a key is set. */
+function withKey(headers) {
+  const key = apiKey();
+  return key ? { ...headers, authorization: `Bearer ${key}` } : headers;
+}
+
+/** Shows the key form after a 401: the gateway wants a key (or another one). */
+function askForKey(body) {
+  const form = $('key-form');
+  const wrong = apiKey() !== '';
+  $('key-note').textContent = wrong
+    ? `The gateway refused this key (${errorMessage(body, 'invalid_api_key')}). Enter another one; it is kept in this tab only.`
+    : 'This gateway needs an API key. It is kept in this tab only (sessionStorage).';
+  form.hidden = false;
+  $('api-key').focus();
+}
+
 async function getJson(path) {
-  const res = await fetch(path, { headers: { accept: 'application/json' } });
+  const res = await fetch(path, { headers: withKey({ accept: 'application/json' }) });
   let body = null;
   try {
     body = await res.json();
   } catch {
     body = null;
   }
+  if (res.status === 401) askForKey(body);
   if (!res.ok) {
     const error = new Error(`HTTP ${res.status}: ${errorMessage(body, res.statusText || 'error')}`);
     error.status = res.status;
@@ -443,7 +474,7 @@ async function streamResponse(body, view) {
   try {
     res = await fetch('v1/responses', {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+      headers: withKey({ 'content-type': 'application/json', accept: 'text/event-stream' }),
       body: JSON.stringify(body),
       signal: controller.signal,
     });
@@ -458,6 +489,7 @@ async function streamResponse(body, view) {
     } catch {
       detail = null;
     }
+    if (res.status === 401) askForKey(detail);
     view.error(`HTTP ${res.status}: ${errorMessage(detail, res.statusText || 'request failed')}`);
     return null;
   }
@@ -661,6 +693,21 @@ function init() {
     state.lastResponseId = null;
     $('log').replaceChildren();
     announce('New conversation.');
+    $('prompt').focus();
+  });
+  $('key-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const key = $('api-key').value.trim();
+    if (!key) return;
+    try {
+      sessionStorage.setItem(KEY_STORAGE, key);
+    } catch {
+      // storage refused (private mode): the key is not kept
+    }
+    $('api-key').value = '';
+    $('key-form').hidden = true;
+    announce('API key set for this tab.');
+    Promise.all([loadModels(), loadVectorStores()]).finally(refreshToolChoice);
     $('prompt').focus();
   });
   if (window.matchMedia('(max-width: 640px)').matches) $('settings').open = false;

@@ -11,6 +11,7 @@ use figment::providers::{Env, Format, Serialized, Toml};
 use figment::Figment;
 use serde::{Deserialize, Serialize};
 
+pub mod auth;
 pub mod file_search;
 pub mod store;
 
@@ -30,6 +31,10 @@ pub struct Config {
     pub file_search: file_search::FileSearchConfig,
     /// `[store]`: where stored responses and conversations live (see [`store::StoreConfig`]).
     pub store: store::StoreConfig,
+    /// `[auth]`: inbound API keys (see [`auth::AuthConfig`]).
+    pub auth: auth::AuthConfig,
+    /// `[metrics]`: the Prometheus endpoint (see [`auth::MetricsConfig`]).
+    pub metrics: auth::MetricsConfig,
 }
 
 /// `[web_search]`: where gateway-owned web searches run. A request never selects a backend.
@@ -312,6 +317,9 @@ impl Config {
             anyhow::bail!("server.keepalive_interval_ms, server.request_read_timeout_ms and upstream.idle_timeout_ms must be > 0");
         }
         self.store.validate()?;
+        if self.metrics.listen.is_some_and(|l| l == self.server.listen) {
+            anyhow::bail!("metrics.listen must differ from server.listen (leave it unset to serve /metrics there)");
+        }
         Ok(())
     }
 

@@ -93,6 +93,11 @@ impl Emitter {
         &self.acc.response
     }
 
+    /// True when the events go to a sink (a streamed turn).
+    pub fn has_sink(&self) -> bool {
+        self.sink.is_some()
+    }
+
     /// True when streaming to a client that has disconnected.
     pub fn client_gone(&self) -> bool {
         self.sink.as_ref().is_some_and(|s| s.is_closed())

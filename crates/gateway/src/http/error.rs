@@ -11,6 +11,7 @@ use crate::error::{ErrorKind, GatewayError};
 pub fn status(kind: ErrorKind) -> StatusCode {
     match kind {
         ErrorKind::BadRequest => StatusCode::BAD_REQUEST,
+        ErrorKind::Unauthorized => StatusCode::UNAUTHORIZED,
         ErrorKind::NotFound => StatusCode::NOT_FOUND,
         ErrorKind::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
         ErrorKind::RequestTimeout => StatusCode::REQUEST_TIMEOUT,

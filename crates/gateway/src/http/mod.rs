@@ -1,13 +1,16 @@
 //! HTTP routes (axum): `/v1/responses` (create, retrieve, delete, input items),
 //! `/v1/conversations` (and their items), `/v1/files` and `/v1/vector_stores` (the embedded
-//! index), `/v1/models[/{model}]`, `/healthz`, `/readyz`.
+//! index), `/v1/models[/{model}]`, `/healthz`, `/readyz`, `/metrics` (`[metrics]`); the key
+//! check of `[auth]` and the request count wrap them.
 
+pub mod auth;
 pub mod conversations;
 pub mod error;
 pub mod files;
 pub mod health;
 pub mod json_body;
 pub mod list;
+pub mod metrics;
 pub mod models;
 pub mod playground;
 pub mod rejections;
@@ -61,6 +64,14 @@ pub struct AppState {
     pub turns: tokio_util::task::TaskTracker,
     /// Cancelled when the shutdown grace period is over: running turns end `incomplete`.
     pub shutdown: tokio_util::sync::CancellationToken,
+    /// The API keys of `[auth]` (empty: the API is open).
+    pub keys: Arc<crate::auth::ApiKeys>,
+    /// `metrics.require_key`: `/metrics` needs a key too.
+    pub metrics_need_key: bool,
+    /// `[metrics]`: the recorder (`None` when disabled).
+    pub metrics: Option<Arc<crate::telemetry::Metrics>>,
+    /// `metrics.listen`: `/metrics` is served there, not on the main listener.
+    pub metrics_elsewhere: bool,
     /// What the last `/readyz` found (true until a check fails): its changes are logged.
     pub ready: std::sync::atomic::AtomicBool,
 }
@@ -74,20 +85,30 @@ impl AppState {
     }
 
     /// As [`AppState::from_config`] with an already opened store (tests, embedding).
+    /// With `[metrics] enabled`, the store is timed and the turns observed into the recorder.
     pub fn with_store(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<AppState> {
         let upstream = crate::upstream::connect(config)?;
-        let limits = Limits {
-            max_rounds: config.tools.max_rounds,
-            max_parallel: config.tools.max_parallel,
-            call_timeout: Duration::from_millis(config.tools.call_timeout_ms),
+        let metrics = if config.metrics.enabled { Some(crate::telemetry::Metrics::new()?) } else { None };
+        let store: Arc<dyn Store> = match &metrics {
+            Some(m) => Arc::new(crate::telemetry::store::TimedStore::new(store, m)),
+            None => store,
         };
+        let mut runner = Runner::new(upstream.clone(), limits_of(config));
+        if let Some(m) = &metrics {
+            runner.observer = Arc::new(crate::telemetry::observer::MetricsObserver::new(m.clone()));
+        }
         let local_index = open_local_index(config)?;
+        let keys = Arc::new(crate::auth::ApiKeys::load(&config.auth)?);
         Ok(AppState {
+            keys,
+            metrics_need_key: config.metrics.require_key,
+            metrics,
+            metrics_elsewhere: config.metrics.listen.is_some(),
             upstream: upstream.clone(),
             models: config.models.clone(),
             reject_unknown: config.server.reject_unknown_parameters,
             keepalive: Duration::from_millis(config.server.keepalive_interval_ms),
-            runner: Runner::new(upstream.clone(), limits),
+            runner,
             registry: Arc::new(Registry::from_config(config, local_index.clone().map(|i| i as Arc<dyn VectorStoreBackend>))),
             store,
             lease_ttl_ms: config.store.lease_ttl_ms,
@@ -97,6 +118,22 @@ impl AppState {
             shutdown: Default::default(),
             ready: std::sync::atomic::AtomicBool::new(true),
         })
+    }
+}
+
+impl AppState {
+    /// The key check, when keys are configured.
+    pub fn guard(&self) -> Option<Arc<auth::Guard>> {
+        (!self.keys.is_empty()).then(|| Arc::new(auth::Guard { keys: self.keys.clone(), metrics_need_key: self.metrics_need_key }))
+    }
+}
+
+/// The loop's bounds of `[tools]`.
+fn limits_of(config: &Config) -> Limits {
+    Limits {
+        max_rounds: config.tools.max_rounds,
+        max_parallel: config.tools.max_parallel,
+        call_timeout: Duration::from_millis(config.tools.call_timeout_ms),
     }
 }
 
@@ -122,8 +159,10 @@ fn open_local_index(config: &Config) -> anyhow::Result<Option<Arc<LocalIndex>>> 
 }
 
 /// The router with every route: request bodies at most `server.max_body_bytes` (413), each
-/// piece of a body within `server.request_read_timeout_ms` of the last (408).
+/// piece of a body within `server.request_read_timeout_ms` of the last (408); with keys in
+/// `[auth]`, `/v1/*` needs one (401, checked before the body is read).
 pub fn router(state: Arc<AppState>, server: &crate::config::ServerConfig) -> Router {
+    let guard = state.guard();
     let max_body_bytes = server.max_body_bytes;
     // Uploads may be as large as `max_upload_bytes` plus the multipart framing; the handler
     // answers 413 past the limit itself.
@@ -133,7 +172,7 @@ pub fn router(state: Arc<AppState>, server: &crate::config::ServerConfig) -> Rou
     let uploads = Router::new()
         .route("/v1/files", post(files::upload).get(files::list).layer(DefaultBodyLimit::max(upload_limit)))
         .layer(RequestBodyLimitLayer::new(upload_limit));
-    Router::new()
+    let app = Router::new()
         .route("/v1/responses", post(responses::create))
         .route("/v1/responses/{id}", get(stored::get).delete(stored::delete))
         .route("/v1/responses/{id}/input_items", get(stored::input_items))
@@ -172,7 +211,20 @@ pub fn router(state: Arc<AppState>, server: &crate::config::ServerConfig) -> Rou
         .fallback(health::not_found)
         .method_not_allowed_fallback(health::method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body_bytes))
-        .layer(RequestBodyTimeoutLayer::new(Duration::from_millis(server.request_read_timeout_ms)))
-        .layer(axum::middleware::map_response(rejections::openai_shaped))
-        .with_state(state)
+        .layer(RequestBodyTimeoutLayer::new(Duration::from_millis(server.request_read_timeout_ms)));
+    // `/metrics` on this listener (before the key check, which guards it when asked).
+    let app = match &state.metrics {
+        Some(m) if !state.metrics_elsewhere => app.route("/metrics", get(metrics::scrape).with_state(m.clone())),
+        _ => app,
+    };
+    let app = match guard {
+        Some(guard) => app.layer(axum::middleware::from_fn_with_state(guard, auth::require_key)),
+        None => app,
+    };
+    // Every request counted by route and status (outside the key check: refused ones too).
+    let app = match state.metrics.clone() {
+        Some(m) => app.layer(metrics::CountLayer(m)),
+        None => app,
+    };
+    app.layer(axum::middleware::map_response(rejections::openai_shaped)).with_state(state)
 }

@@ -13,6 +13,8 @@ pub struct TurnInfo {
     pub response_id: String,
     /// The model the upstream serves (after `[models]` mapping).
     pub model: String,
+    /// The turn streams its events to a client (`stream: true`).
+    pub streamed: bool,
 }
 
 /// One upstream round, when it ended.
@@ -61,10 +63,24 @@ pub struct TurnReport {
     pub rounds: usize,
     /// From the turn's start to its terminal event.
     pub duration: Duration,
+    /// Summed over the turn's upstream rounds (each from its sending to its end).
+    pub upstream_time: Duration,
+    /// Summed over the turn's tool phases (each round's gateway calls, from the first one's
+    /// start to the last one's end: parallel calls count once).
+    pub tool_time: Duration,
+}
+
+impl TurnReport {
+    /// What the gateway itself took: `duration` minus `upstream_time` and `tool_time`.
+    pub fn overhead(&self) -> Duration {
+        self.duration.saturating_sub(self.upstream_time).saturating_sub(self.tool_time)
+    }
 }
 
 /// Told what a turn does (no-op by default): the seam for metrics and traces.
 pub trait TurnObserver: Send + Sync + std::fmt::Debug {
+    /// The turn starts (before its first round); every started turn is told `turn_done`.
+    fn turn_started(&self, _turn: &TurnInfo) {}
     /// Round `round` (0-based) is about to go upstream.
     fn round_started(&self, _turn: &TurnInfo, _round: usize) {}
     /// The turn's first model output (text, reasoning, refusal or a call) arrived `after`

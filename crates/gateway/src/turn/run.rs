@@ -88,7 +88,8 @@ pub struct Outcome {
 pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outcome {
     let (upstream, limits, observer) = (&*runner.upstream, runner.limits, &*runner.observer);
     let started = Instant::now();
-    let info = TurnInfo { response_id: emitter.response().id.clone(), model: turn.upstream_model.clone() };
+    let info = TurnInfo { response_id: emitter.response().id.clone(), model: turn.upstream_model.clone(), streamed: emitter.has_sink() };
+    observer.turn_started(&info);
     let mut first_token = false;
     let Prepared { upstream_model, mut transcript, tools, mut sampling, max_output_tokens, max_tool_calls, include, executors, cancel, .. } = turn;
     let bind_ctx = BindCtx { executors: &executors, include: &include, native: false };
@@ -101,7 +102,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
     emitter.start();
     let mut choice = tools.choice.clone();
     let max_rounds = limits.max_rounds.max(1);
-    let mut done_ctx = Ended { observer, info: &info, started, rounds: 0 };
+    let mut done_ctx = Ended { observer, info: &info, started, rounds: 0, upstream_time: Duration::ZERO, tool_time: Duration::ZERO };
     // A strict function's invalid arguments are asked again once per turn.
     let mut strict_retried = false;
     // A forcing `tool_choice` the upstream ignored is asked again once per turn.
@@ -179,14 +180,18 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
             f = streamed => f,
             () = cancel.cancelled() => {
                 usage.add(&round_usage);
-                observer.round_done(&info, &RoundReport { round: round_no, latency: round_start.elapsed(), usage: round_usage, error: Some("interrupted") });
+                let latency = round_start.elapsed();
+                done_ctx.upstream_time += latency;
+                observer.round_done(&info, &RoundReport { round: round_no, latency, usage: round_usage, error: Some("interrupted") });
                 close_cut_round(&mut round, offered, emitter, &files, &sources, &mut transcript);
                 return finish(&done_ctx, emitter, transcript, &mut files, Terminal::Interrupted, usage, None);
             }
         };
         usage.add(&round_usage);
         let error = failure.as_ref().map(UpstreamError::code);
-        observer.round_done(&info, &RoundReport { round: round_no, latency: round_start.elapsed(), usage: round_usage, error });
+        let latency = round_start.elapsed();
+        done_ctx.upstream_time += latency;
+        observer.round_done(&info, &RoundReport { round: round_no, latency, usage: round_usage, error });
         if let Some(err) = failure {
             // Upstream messages never hold the URL's credentials or the key (`UpstreamError`).
             // Debug-quoted: an upstream message with line breaks cannot forge log lines.
@@ -294,7 +299,11 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
             }
         }
         let ran_gateway = !gateway.is_empty();
+        let tools_start = Instant::now();
         let done = Box::pin(execute::run_calls(gateway, emitter, limits.max_parallel, limits.call_timeout, &mut files, observed)).await;
+        if ran_gateway {
+            done_ctx.tool_time += tools_start.elapsed();
+        }
         usage.add(&done.usage);
         transcript.private_results.extend(done.private);
         for s in done.sources {
@@ -395,6 +404,8 @@ struct Ended<'a> {
     info: &'a TurnInfo,
     started: Instant,
     rounds: usize,
+    upstream_time: Duration,
+    tool_time: Duration,
 }
 
 /// True for the events that are model output (the first one is the turn's first token).
@@ -413,6 +424,8 @@ fn finish(ended: &Ended<'_>, emitter: &mut Emitter, mut transcript: Transcript, 
         usage: response.usage.unwrap_or_default(),
         rounds: ended.rounds,
         duration: ended.started.elapsed(),
+        upstream_time: ended.upstream_time,
+        tool_time: ended.tool_time,
     };
     ended.observer.turn_done(ended.info, &report);
     Outcome { response, transcript, upstream_error: err }

@@ -54,3 +54,48 @@ fn check_config_fails_on_an_unset_secret() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("RG_TEST_PG_URL (store.url_env) is not set"));
 }
+
+/// `serve` beyond loopback without API keys warns at start; with a key, or on loopback, it
+/// does not (and says how many keys it requires, never which).
+#[test]
+fn serve_warns_when_open_beyond_loopback() {
+    use std::io::{BufRead, BufReader};
+    let dir = std::env::temp_dir().join(format!("rg-cli-warn-{}-{:x}", std::process::id(), rand::random::<u64>()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let keys = dir.join("keys");
+    std::fs::write(&keys, "sk-cli-warn-secret\n").unwrap();
+    // The log lines up to "listening on" (the warning comes just before it).
+    let start = |listen: &str, keys: Option<&std::path::Path>| -> String {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_responses-gateway"));
+        cmd.args(["serve", "--upstream-url", "http://127.0.0.1:1/v1", "--listen", listen, "--data-dir"])
+            .arg(dir.join(format!("data-{}", rand::random::<u32>())))
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        if let Some(k) = keys {
+            cmd.env("RESPONSES_GATEWAY_AUTH__KEYS_FILE", k);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let mut lines = Vec::new();
+        for line in BufReader::new(child.stderr.take().unwrap()).lines() {
+            let line = line.unwrap();
+            let done = line.contains("listening on");
+            lines.push(line);
+            if done {
+                break;
+            }
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        lines.join("\n")
+    };
+    let open = start("0.0.0.0:0", None);
+    assert!(open.contains("no API key is configured"), "{open}");
+    let keyed = start("0.0.0.0:0", Some(&keys));
+    assert!(!keyed.contains("no API key is configured") && keyed.contains("API keys required"), "{keyed}");
+    assert!(!keyed.contains("sk-cli-warn-secret"), "{keyed}");
+    let local = start("127.0.0.1:0", None);
+    assert!(!local.contains("no API key is configured"), "{local}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

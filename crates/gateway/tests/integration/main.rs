@@ -10,6 +10,7 @@
 mod common;
 
 mod arguments;
+mod auth;
 mod cli;
 mod client_calls;
 mod disconnect;
@@ -19,6 +20,7 @@ mod file_search;
 mod fuzz;
 mod layering;
 mod leaked_calls;
+mod metrics;
 mod native_tools;
 mod observer;
 mod hybrid_search;

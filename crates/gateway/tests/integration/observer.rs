@@ -23,6 +23,9 @@ impl Log {
 }
 
 impl TurnObserver for Log {
+    fn turn_started(&self, t: &TurnInfo) {
+        self.push(format!("turn_started streamed={}", t.streamed));
+    }
     fn round_started(&self, t: &TurnInfo, round: usize) {
         self.push(format!("round_started {} {round}", t.model));
     }
@@ -37,6 +40,8 @@ impl TurnObserver for Log {
     }
     fn turn_done(&self, t: &TurnInfo, r: &TurnReport) {
         assert!(t.response_id.starts_with("resp_"));
+        assert!(r.upstream_time + r.tool_time <= r.duration, "{r:?}");
+        assert_eq!(r.overhead(), r.duration - r.upstream_time - r.tool_time);
         self.push(format!("turn_done {:?} rounds={} out={}", r.status, r.rounds, r.usage.output_tokens));
     }
 }
@@ -58,6 +63,7 @@ async fn observer_is_told_each_round_tool_call_and_the_end() {
     assert_eq!(
         log.lines(),
         [
+            "turn_started streamed=false",
             "round_started m 0",
             "first_token",
             "round_done 0 out=3 error=None",
@@ -77,7 +83,8 @@ async fn observer_is_told_of_a_failed_round_and_a_failed_tool() {
     let s = h.stream(json!({"model":"m","input":"x","stream":true,"tools":[{"type":"custom","name":"package_version"}]})).await;
     assert_eq!(s.response["status"], "failed", "{}", s.response);
     let lines = log.lines();
-    assert_eq!(lines[3], "tool_done custom package_version Error", "{lines:?}");
-    assert_eq!(lines[5], "round_done 1 out=0 error=Some(\"upstream_error\")", "{lines:?}");
+    assert_eq!(lines[0], "turn_started streamed=true", "{lines:?}");
+    assert_eq!(lines[4], "tool_done custom package_version Error", "{lines:?}");
+    assert_eq!(lines[6], "round_done 1 out=0 error=Some(\"upstream_error\")", "{lines:?}");
     assert_eq!(lines.last().map(String::as_str), Some("turn_done Failed rounds=2 out=0"), "{lines:?}");
 }

@@ -1,0 +1,164 @@
+//! The store decorator that times every store operation
+//! (`gateway_store_operation_duration_seconds{op}`): the store's one natural place to time,
+//! since every operation goes through the [`Store`] trait.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures_util::future::BoxFuture;
+use metrics::{Histogram, Label};
+use serde_json::Value;
+
+use super::{names, Metrics};
+use crate::store::BackendKind;
+use crate::store::{
+    Conversation, ConversationContext, LeaseOutcome, ListQuery, Lookup, NewConversation, Page, PrivateResults, Store,
+    StoreError, TurnRecord,
+};
+use crate::transcript::Transcript;
+
+/// The operations, in the order of [`OPS`].
+#[derive(Clone, Copy)]
+enum Op {
+    Ping,
+    Transcript,
+    Response,
+    DeleteResponse,
+    ToolResults,
+    InputItems,
+    SaveTurn,
+    CreateConversation,
+    Conversation,
+    UpdateConversation,
+    DeleteConversation,
+    AddItems,
+    ListItems,
+    Item,
+    DeleteItem,
+    Lease,
+    RenewLease,
+    ReleaseLease,
+    ConversationContext,
+}
+
+const OPS: [&str; 19] = [
+    "ping",
+    "transcript",
+    "response",
+    "delete_response",
+    "tool_results",
+    "input_items",
+    "save_turn",
+    "create_conversation",
+    "conversation",
+    "update_conversation",
+    "delete_conversation",
+    "add_items",
+    "list_items",
+    "item",
+    "delete_item",
+    "lease",
+    "renew_lease",
+    "release_lease",
+    "conversation_context",
+];
+
+/// A [`Store`] that records how long each operation of `inner` takes.
+pub struct TimedStore {
+    inner: Arc<dyn Store>,
+    histograms: Vec<Histogram>,
+}
+
+impl std::fmt::Debug for TimedStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TimedStore").field("inner", &self.inner).finish()
+    }
+}
+
+impl TimedStore {
+    /// `inner`, timed into `metrics`.
+    pub fn new(inner: Arc<dyn Store>, metrics: &Metrics) -> TimedStore {
+        let histograms = OPS.iter().map(|op| metrics.histogram(names::STORE_DURATION, vec![Label::from_static_parts("op", op)])).collect();
+        TimedStore { inner, histograms }
+    }
+
+    fn time<'a, T: Send + 'a>(&'a self, op: Op, f: impl Future<Output = T> + Send + 'a) -> BoxFuture<'a, T> {
+        Box::pin(async move {
+            let start = Instant::now();
+            let out = f.await;
+            if let Some(h) = self.histograms.get(op as usize) {
+                h.record(start.elapsed().as_secs_f64());
+            }
+            out
+        })
+    }
+}
+
+impl Store for TimedStore {
+    fn backend(&self) -> BackendKind {
+        self.inner.backend()
+    }
+    fn ping(&self) -> BoxFuture<'_, Result<(), StoreError>> {
+        self.time(Op::Ping, self.inner.ping())
+    }
+    fn transcript<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Transcript>, StoreError>> {
+        self.time(Op::Transcript, self.inner.transcript(id))
+    }
+    fn response<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
+        self.time(Op::Response, self.inner.response(id))
+    }
+    fn delete_response<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        self.time(Op::DeleteResponse, self.inner.delete_response(id))
+    }
+    fn tool_results<'a>(&'a self, item_ids: &'a [String]) -> BoxFuture<'a, Result<PrivateResults, StoreError>> {
+        self.time(Op::ToolResults, self.inner.tool_results(item_ids))
+    }
+    fn input_items<'a>(&'a self, id: &'a str, q: &'a ListQuery) -> BoxFuture<'a, Result<Option<Page>, StoreError>> {
+        self.time(Op::InputItems, self.inner.input_items(id, q))
+    }
+    fn save_turn(&self, turn: TurnRecord) -> BoxFuture<'_, Result<(), StoreError>> {
+        self.time(Op::SaveTurn, self.inner.save_turn(turn))
+    }
+    fn create_conversation(&self, new: NewConversation) -> BoxFuture<'_, Result<(), StoreError>> {
+        self.time(Op::CreateConversation, self.inner.create_conversation(new))
+    }
+    fn conversation<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Conversation>, StoreError>> {
+        self.time(Op::Conversation, self.inner.conversation(id))
+    }
+    fn update_conversation<'a>(
+        &'a self,
+        id: &'a str,
+        metadata: BTreeMap<String, String>,
+    ) -> BoxFuture<'a, Result<Option<Conversation>, StoreError>> {
+        self.time(Op::UpdateConversation, self.inner.update_conversation(id, metadata))
+    }
+    fn delete_conversation<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        self.time(Op::DeleteConversation, self.inner.delete_conversation(id))
+    }
+    fn add_items<'a>(&'a self, id: &'a str, items: Vec<Value>) -> BoxFuture<'a, Result<bool, StoreError>> {
+        self.time(Op::AddItems, self.inner.add_items(id, items))
+    }
+    fn list_items<'a>(&'a self, id: &'a str, q: &'a ListQuery) -> BoxFuture<'a, Result<Option<Page>, StoreError>> {
+        self.time(Op::ListItems, self.inner.list_items(id, q))
+    }
+    fn item<'a>(&'a self, id: &'a str, item_id: &'a str) -> BoxFuture<'a, Result<Lookup<Value>, StoreError>> {
+        self.time(Op::Item, self.inner.item(id, item_id))
+    }
+    fn delete_item<'a>(&'a self, id: &'a str, item_id: &'a str) -> BoxFuture<'a, Result<Lookup<Conversation>, StoreError>> {
+        self.time(Op::DeleteItem, self.inner.delete_item(id, item_id))
+    }
+    fn lease<'a>(&'a self, id: &'a str, owner: &'a str, ttl_ms: u64) -> BoxFuture<'a, Result<LeaseOutcome, StoreError>> {
+        self.time(Op::Lease, self.inner.lease(id, owner, ttl_ms))
+    }
+    fn renew_lease<'a>(&'a self, id: &'a str, owner: &'a str, ttl_ms: u64) -> BoxFuture<'a, Result<bool, StoreError>> {
+        self.time(Op::RenewLease, self.inner.renew_lease(id, owner, ttl_ms))
+    }
+    fn release_lease<'a>(&'a self, id: &'a str, owner: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.time(Op::ReleaseLease, self.inner.release_lease(id, owner))
+    }
+    fn conversation_context<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<ConversationContext>, StoreError>> {
+        self.time(Op::ConversationContext, self.inner.conversation_context(id))
+    }
+}

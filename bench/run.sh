@@ -173,7 +173,10 @@ stop_gateway() {
 measure_direct() {
     local name="$1"; shift
     log "$name: direct upstream"
-    loadgen run --scenario "$name" --target upstream --base-url "$UPSTREAM/v1" --control-url "$UPSTREAM" \
+    # DIRECT_API=responses: the upstream's own /v1/responses (read as the gateway's stream is).
+    local target=upstream
+    [ "${DIRECT_API:-chat}" = responses ] && target=gateway
+    loadgen run --scenario "$name" --target "$target" --base-url "$UPSTREAM/v1" --control-url "$UPSTREAM" \
         --bench-pid "$UPSTREAM_PID" --clk-tck "$CLK_TCK" "$@" > "$RUN_DIR/$name.direct.json"
     summary "$RUN_DIR/$name.direct.json"
 }

@@ -264,6 +264,15 @@ def start_gateway(binary_path: Path, upstream_url: str, log_dir: Path, extra_env
     raise last_err
 
 
+def start_keyed_gateway(upstream_url: str, log_dir: Path, keys: list[tuple[str, str]],
+                        extra_env: dict[str, str] | None = None) -> Gateway:
+    """A gateway of its own with an [auth] key file of `(project, key)` pairs."""
+    key_file = log_dir / "keys"
+    key_file.write_text("".join(f"{project} {key}\n" for project, key in keys))
+    env = {"RESPONSES_GATEWAY_AUTH__KEYS_FILE": str(key_file), **(extra_env or {})}
+    return start_gateway(binary("GATEWAY_BIN", "responses-gateway"), upstream_url, log_dir, extra_env=env)
+
+
 def chat_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
     return list(body.get("messages") or [])
 

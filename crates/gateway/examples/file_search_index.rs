@@ -117,19 +117,19 @@ async fn main() -> anyhow::Result<()> {
         total += text.len();
         let mut up = index.begin_upload().await.map_err(|e| anyhow::anyhow!("{e}"))?;
         up.write(text.as_bytes()).await.map_err(|e| anyhow::anyhow!("{e}"))?;
-        let f = index.create_file(up, &format!("doc{i}.txt"), "assistants", None).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+        let f = index.create_file("default", up, &format!("doc{i}.txt"), "assistants", None).await.map_err(|e| anyhow::anyhow!("{e}"))?;
         file_ids.push(f.id);
     }
     let store = index
-        .create_store(NewStore { name: Some("bench".into()), file_ids, ..NewStore::default() })
+        .create_store("default", NewStore { name: Some("bench".into()), file_ids, ..NewStore::default() })
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     loop {
-        let s = index.store(&store.id).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+        let s = index.store("default", &store.id).await.map_err(|e| anyhow::anyhow!("{e}"))?;
         if s.file_counts.in_progress == 0 {
             if s.file_counts.completed != docs as i64 {
                 let p = ListParams { limit: 1, ascending: true, after: None, before: None };
-                let failed = index.list_store_files(&store.id, Some("failed"), &p).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+                let failed = index.list_store_files("default", &store.id, Some("failed"), &p).await.map_err(|e| anyhow::anyhow!("{e}"))?;
                 let why = failed.items.first().and_then(|f| f.last_error.clone()).unwrap_or_default();
                 anyhow::bail!("only {} of {docs} completed; a failure: {why:?}", s.file_counts.completed);
             }
@@ -167,12 +167,12 @@ async fn main() -> anyhow::Result<()> {
     let t = Instant::now();
     let mut up = index.begin_upload().await.map_err(|e| anyhow::anyhow!("{e}"))?;
     up.write(big.as_bytes()).await.map_err(|e| anyhow::anyhow!("{e}"))?;
-    let f = index.create_file(up, "big.txt", "assistants", None).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+    let f = index.create_file("default", up, "big.txt", "assistants", None).await.map_err(|e| anyhow::anyhow!("{e}"))?;
     let big_store = index
-        .create_store(NewStore { file_ids: vec![f.id], ..NewStore::default() })
+        .create_store("default", NewStore { file_ids: vec![f.id], ..NewStore::default() })
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    while index.store(&big_store.id).await.map_err(|e| anyhow::anyhow!("{e}"))?.file_counts.in_progress > 0 {
+    while index.store("default", &big_store.id).await.map_err(|e| anyhow::anyhow!("{e}"))?.file_counts.in_progress > 0 {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let secs = t.elapsed().as_secs_f64();

@@ -83,6 +83,7 @@ fn plan(store: &Arc<dyn Store>, previous: Option<String>) -> Persist {
     let body = json!({"model": "m", "input": USER_TEXT}).to_string();
     Persist {
         store: store.clone(),
+        project: "default".into(),
         store_response: true,
         input_items: responses_gateway::store::items::input_resources(body.as_bytes()),
         previous_response_id: previous,
@@ -131,7 +132,7 @@ async fn bench(name: &str, store: SqlStore, turns: usize) -> anyhow::Result<()> 
     }
     let registry = Arc::new(Registry::default());
     let caps = Default::default();
-    let ctx = Context { models: None, reject_unknown: false, registry: &registry, caps: &caps, store: &store, lease_ttl_ms: 30_000 };
+    let ctx = Context { models: None, reject_unknown: false, registry: &registry, caps: &caps, store: &store, project: "default", lease_ttl_ms: 30_000, sizes: Default::default() };
     let body = json!({"model":"m","previous_response_id": previous, "input": "And a fourth point?", "store": false}).to_string();
     let mut lat = Vec::new();
     for i in 0..500 {

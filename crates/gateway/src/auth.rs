@@ -8,6 +8,7 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 use subtle::{ConditionallySelectable, ConstantTimeEq};
 
+use crate::admission::KeyId;
 use crate::config::auth::{AuthConfig, DEFAULT_PROJECT};
 
 /// The project (tenant) a request's key belongs to.
@@ -105,9 +106,10 @@ impl ApiKeys {
         self.entries.len()
     }
 
-    /// The project of `presented` when it is a configured key. Its digest is compared with
-    /// every configured one, each in constant time, whatever matches.
-    pub fn check(&self, presented: &str) -> Option<&Project> {
+    /// The key id (its index, for per-key limits) and project of `presented` when it is a
+    /// configured key. Its digest is compared with every configured one, each in constant
+    /// time, whatever matches.
+    pub fn check(&self, presented: &str) -> Option<(KeyId, &Project)> {
         let d = digest(presented);
         let (mut index, mut hit_any) = (0u32, subtle::Choice::from(0u8));
         for (i, e) in self.entries.iter().enumerate() {
@@ -115,7 +117,7 @@ impl ApiKeys {
             index.conditional_assign(&u32::try_from(i).unwrap_or(u32::MAX), hit);
             hit_any |= hit;
         }
-        if bool::from(hit_any) { self.entries.get(index as usize).map(|e| &e.project) } else { None }
+        if bool::from(hit_any) { self.entries.get(index as usize).map(|e| (KeyId(index), &e.project)) } else { None }
     }
 }
 
@@ -135,9 +137,9 @@ mod tests {
         };
         let keys = ApiKeys::load(&config).unwrap();
         assert_eq!(keys.len(), 3);
-        assert_eq!(keys.check("sk-alpha-123").map(|p| &*p.0), Some("team-a"));
-        assert_eq!(keys.check("sk-beta").map(|p| &*p.0), Some("team-b"));
-        assert_eq!(keys.check("sk-plain").map(|p| &*p.0), Some("default"));
+        assert_eq!(keys.check("sk-alpha-123").map(|(_, p)| &*p.0), Some("team-a"));
+        assert_eq!(keys.check("sk-beta").map(|(_, p)| &*p.0), Some("team-b"));
+        assert_eq!(keys.check("sk-plain").map(|(_, p)| &*p.0), Some("default"));
         assert_eq!(keys.check("sk-beta "), None);
         assert_eq!(keys.check(""), None);
         assert_eq!(keys.check("sk-alpha-12"), None);

@@ -1,6 +1,7 @@
 //! responses-gateway: an OpenAI-compatible Responses API gateway that owns tool execution.
 //! See `DESIGN.md` (shared) for the ownership model and pipeline.
 
+pub mod admission;
 pub mod auth;
 pub mod config;
 pub mod crypto;

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod auth;
 pub mod file_search;
+pub mod limits;
 pub mod store;
 
 /// The whole configuration.
@@ -35,6 +36,8 @@ pub struct Config {
     pub auth: auth::AuthConfig,
     /// `[metrics]`: the Prometheus endpoint (see [`auth::MetricsConfig`]).
     pub metrics: auth::MetricsConfig,
+    /// `[limits]`: rates, streams and upstream slots, size ceilings (see [`limits::LimitsConfig`]).
+    pub limits: limits::LimitsConfig,
 }
 
 /// `[web_search]`: where gateway-owned web searches run. A request never selects a backend.

@@ -192,7 +192,7 @@ impl VectorStoreBackend for RemoteVectorStore {
         "remote"
     }
 
-    fn has_store<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, String>> {
+    fn has_store<'a>(&'a self, _project: &'a str, id: &'a str) -> BoxFuture<'a, Result<bool, String>> {
         Box::pin(async move {
             let path = format!("/vector_stores/{}", urlencode(id));
             let resp = self.request(reqwest::Method::GET, &path).send().await.map_err(Self::transport)?;

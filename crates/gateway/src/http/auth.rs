@@ -6,13 +6,15 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::request::Parts;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
 use protocol::ApiError;
 
-use crate::auth::ApiKeys;
+use crate::auth::{ApiKeys, Project};
+use crate::config::auth::DEFAULT_PROJECT;
 
 /// What the key check needs: the keys, and whether `/metrics` is guarded too.
 #[derive(Debug)]
@@ -25,7 +27,7 @@ const MISSING: &str = "You didn't provide an API key. You need to provide your A
 const WRONG: &str = "Incorrect API key provided.";
 
 /// True for the paths that need a key.
-fn guarded(path: &str, metrics_need_key: bool) -> bool {
+pub(super) fn guarded(path: &str, metrics_need_key: bool) -> bool {
     path == "/v1" || path.starts_with("/v1/") || (metrics_need_key && path == "/metrics")
 }
 
@@ -43,12 +45,33 @@ pub async fn require_key(State(guard): State<Arc<Guard>>, mut req: Request, next
         .filter(|k| !k.is_empty());
     let Some(presented) = presented else { return unauthorized(MISSING) };
     match guard.keys.check(presented) {
-        Some(project) => {
+        Some((key, project)) => {
             let project = project.clone();
             req.extensions_mut().insert(project);
+            req.extensions_mut().insert(key);
             next.run(req).await
         }
         None => unauthorized(WRONG),
+    }
+}
+
+/// The request's project (tenant): the one of its API key, or [`DEFAULT_PROJECT`] when no
+/// key is configured. Every stored object a handler reads or writes is scoped by it.
+#[derive(Debug, Clone)]
+pub struct Tenant(pub Project);
+
+impl Tenant {
+    /// The project name.
+    pub fn as_str(&self) -> &str {
+        &self.0 .0
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Tenant {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(Tenant(parts.extensions.get::<Project>().cloned().unwrap_or_else(|| Project(DEFAULT_PROJECT.into()))))
     }
 }
 

@@ -14,6 +14,7 @@ use protocol::input::InputItem;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::auth::Tenant;
 use super::{json_body, list};
 use super::AppState;
 use crate::error::GatewayError;
@@ -117,8 +118,8 @@ fn check_outputs(mut calls: Vec<(String, bool)>, items: &[Value]) -> Result<(), 
 
 /// The conversation's calls and whether each has its output (from its current transcript,
 /// or from its items); None for an unknown conversation.
-async fn calls_so_far(state: &AppState, id: &str) -> Result<Option<Vec<(String, bool)>>, GatewayError> {
-    let Some(context) = state.store.conversation_context(id).await? else { return Ok(None) };
+async fn calls_so_far(state: &AppState, project: &str, id: &str) -> Result<Option<Vec<(String, bool)>>, GatewayError> {
+    let Some(context) = state.store.conversation_context(project, id).await? else { return Ok(None) };
     if let Some(t) = context.transcript {
         return Ok(Some(t.calls()));
     }
@@ -149,7 +150,7 @@ fn answer<T>(r: Result<T, GatewayError>, ok: impl FnOnce(T) -> Value) -> Respons
 }
 
 /// `POST /v1/conversations`.
-pub async fn create(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
+pub async fn create(State(state): State<Arc<AppState>>, tenant: Tenant, body: Bytes) -> Response {
     let r = async {
         let body = json_body::parse::<Body>(&body)?;
         let metadata = body.metadata.unwrap_or_default();
@@ -158,7 +159,7 @@ pub async fn create(State(state): State<Arc<AppState>>, body: Bytes) -> Response
         check_outputs(Vec::new(), &items)?;
         let created_at = i64::try_from(now_secs()).unwrap_or(i64::MAX);
         let conversation = Conversation { id: new_id("conv"), created_at, metadata };
-        state.store.create_conversation(NewConversation { conversation: conversation.clone(), items }).await?;
+        state.store.create_conversation(NewConversation { project: tenant.as_str().to_string(), conversation: conversation.clone(), items }).await?;
         Ok(conversation)
     }
     .await;
@@ -166,9 +167,9 @@ pub async fn create(State(state): State<Arc<AppState>>, body: Bytes) -> Response
 }
 
 /// `GET /v1/conversations/{id}`.
-pub async fn get(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Response {
+pub async fn get(State(state): State<Arc<AppState>>, tenant: Tenant, Path(id): Path<String>) -> Response {
     let r = async {
-        match state.store.conversation(&id).await? {
+        match state.store.conversation(tenant.as_str(), &id).await? {
             Some(c) => Ok(c),
             None => Err(conversation_not_found(&id)),
         }
@@ -178,14 +179,14 @@ pub async fn get(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> 
 }
 
 /// `POST /v1/conversations/{id}` with `{metadata}`: replaces the metadata.
-pub async fn update(State(state): State<Arc<AppState>>, Path(id): Path<String>, body: Bytes) -> Response {
+pub async fn update(State(state): State<Arc<AppState>>, tenant: Tenant, Path(id): Path<String>, body: Bytes) -> Response {
     let r = async {
         let Some(metadata) = json_body::parse::<Body>(&body)?.metadata else {
             return Err(GatewayError::bad_request(Some("metadata".to_string()), "Missing required parameter: 'metadata'.")
                 .with_code("missing_required_parameter"));
         };
         check_metadata(&metadata)?;
-        match state.store.update_conversation(&id, metadata).await? {
+        match state.store.update_conversation(tenant.as_str(), &id, metadata).await? {
             Some(c) => Ok(c),
             None => Err(conversation_not_found(&id)),
         }
@@ -195,9 +196,9 @@ pub async fn update(State(state): State<Arc<AppState>>, Path(id): Path<String>, 
 }
 
 /// `DELETE /v1/conversations/{id}`: `{id, object:"conversation.deleted", deleted:true}`.
-pub async fn delete(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Response {
+pub async fn delete(State(state): State<Arc<AppState>>, tenant: Tenant, Path(id): Path<String>) -> Response {
     let r = async {
-        if state.store.delete_conversation(&id).await? {
+        if state.store.delete_conversation(tenant.as_str(), &id).await? {
             Ok(id.clone())
         } else {
             Err(conversation_not_found(&id))
@@ -208,7 +209,7 @@ pub async fn delete(State(state): State<Arc<AppState>>, Path(id): Path<String>) 
 }
 
 /// `POST /v1/conversations/{id}/items` with `{items}` (at most 20): the added items as a list.
-pub async fn add_items(State(state): State<Arc<AppState>>, Path(id): Path<String>, body: Bytes) -> Response {
+pub async fn add_items(State(state): State<Arc<AppState>>, tenant: Tenant, Path(id): Path<String>, body: Bytes) -> Response {
     let r = async {
         let Some(given) = json_body::parse::<Body>(&body)?.items else {
             return Err(GatewayError::bad_request(Some("items".to_string()), "Missing required parameter: 'items'.")
@@ -216,10 +217,10 @@ pub async fn add_items(State(state): State<Arc<AppState>>, Path(id): Path<String
         };
         let items = check_items(given)?;
         if has_outputs(&items) {
-            let Some(calls) = calls_so_far(&state, &id).await? else { return Err(conversation_not_found(&id)) };
+            let Some(calls) = calls_so_far(&state, tenant.as_str(), &id).await? else { return Err(conversation_not_found(&id)) };
             check_outputs(calls, &items)?;
         }
-        if state.store.add_items(&id, items.clone()).await? {
+        if state.store.add_items(tenant.as_str(), &id, items.clone()).await? {
             Ok(items)
         } else {
             Err(conversation_not_found(&id))
@@ -230,10 +231,15 @@ pub async fn add_items(State(state): State<Arc<AppState>>, Path(id): Path<String
 }
 
 /// `GET /v1/conversations/{id}/items` (`limit`, `order`, `after`).
-pub async fn list_items(State(state): State<Arc<AppState>>, Path(id): Path<String>, RawQuery(query): RawQuery) -> Response {
+pub async fn list_items(
+    State(state): State<Arc<AppState>>,
+    tenant: Tenant,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Response {
     let r = async {
         let q = list::parse_query(query.as_deref())?;
-        match state.store.list_items(&id, &q).await? {
+        match state.store.list_items(tenant.as_str(), &id, &q).await? {
             Some(page) => Ok(page),
             None => Err(conversation_not_found(&id)),
         }
@@ -243,9 +249,13 @@ pub async fn list_items(State(state): State<Arc<AppState>>, Path(id): Path<Strin
 }
 
 /// `GET /v1/conversations/{id}/items/{item_id}`.
-pub async fn get_item(State(state): State<Arc<AppState>>, Path((id, item_id)): Path<(String, String)>) -> Response {
+pub async fn get_item(
+    State(state): State<Arc<AppState>>,
+    tenant: Tenant,
+    Path((id, item_id)): Path<(String, String)>,
+) -> Response {
     let r = async {
-        match state.store.item(&id, &item_id).await? {
+        match state.store.item(tenant.as_str(), &id, &item_id).await? {
             Lookup::Found(item) => Ok(item),
             Lookup::NoConversation => Err(conversation_not_found(&id)),
             Lookup::NoItem => Err(item_not_found(&item_id)),
@@ -256,9 +266,13 @@ pub async fn get_item(State(state): State<Arc<AppState>>, Path((id, item_id)): P
 }
 
 /// `DELETE /v1/conversations/{id}/items/{item_id}`: returns the conversation.
-pub async fn delete_item(State(state): State<Arc<AppState>>, Path((id, item_id)): Path<(String, String)>) -> Response {
+pub async fn delete_item(
+    State(state): State<Arc<AppState>>,
+    tenant: Tenant,
+    Path((id, item_id)): Path<(String, String)>,
+) -> Response {
     let r = async {
-        match state.store.delete_item(&id, &item_id).await? {
+        match state.store.delete_item(tenant.as_str(), &id, &item_id).await? {
             Lookup::Found(c) => Ok(c),
             Lookup::NoConversation => Err(conversation_not_found(&id)),
             Lookup::NoItem => Err(item_not_found(&item_id)),

@@ -15,6 +15,7 @@ use axum::Json;
 use protocol::ApiError;
 use serde_json::{json, Value};
 
+use super::auth::Tenant;
 use super::AppState;
 use crate::error::GatewayError;
 use crate::executors::local_index::{FileRecord, IndexError, ListParams, LocalIndex};
@@ -147,7 +148,7 @@ fn multipart_error(e: axum::extract::multipart::MultipartError, limit: usize) ->
 
 /// `POST /v1/files`: stores the `file` part (413 over `max_upload_bytes`, before anything is
 /// kept); `purpose` is required and one of [`PURPOSES`].
-pub async fn upload(State(state): State<Arc<AppState>>, form: Result<Multipart, MultipartRejection>) -> Response {
+pub async fn upload(State(state): State<Arc<AppState>>, tenant: Tenant, form: Result<Multipart, MultipartRejection>) -> Response {
     let r = async {
         let index = index(&state)?;
         let limit = index.max_upload_bytes();
@@ -217,38 +218,38 @@ pub async fn upload(State(state): State<Arc<AppState>>, form: Result<Multipart, 
                 }
             },
         };
-        Ok(index.create_file(upload, &filename, &purpose, expires_at).await?)
+        Ok(index.create_file(tenant.as_str(), upload, &filename, &purpose, expires_at).await?)
     }
     .await;
     answer(r, |f| render(&f))
 }
 
 /// `GET /v1/files` (`purpose`, `limit`, `order`, `after`).
-pub async fn list(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery) -> Response {
+pub async fn list(State(state): State<Arc<AppState>>, tenant: Tenant, RawQuery(q): RawQuery) -> Response {
     let r = async {
         let index = index(&state)?;
         let (p, rest) = parse_list(q.as_deref(), 10_000, 10_000)?;
-        Ok(index.list_files(rest.get("purpose").map(String::as_str), &p).await?)
+        Ok(index.list_files(tenant.as_str(), rest.get("purpose").map(String::as_str), &p).await?)
     }
     .await;
     answer(r, |l| render_list(l.items.iter().map(render).collect(), l.has_more))
 }
 
 /// `GET /v1/files/{id}`.
-pub async fn get(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Response {
-    let r = async { Ok(index(&state)?.file(&id).await?) }.await;
+pub async fn get(State(state): State<Arc<AppState>>, tenant: Tenant, Path(id): Path<String>) -> Response {
+    let r = async { Ok(index(&state)?.file(tenant.as_str(), &id).await?) }.await;
     answer(r, |f| render(&f))
 }
 
 /// `DELETE /v1/files/{id}`: `{id, object:"file", deleted:true}`; its chunks leave every store.
-pub async fn delete(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Response {
-    let r = async { Ok(index(&state)?.delete_file(&id).await?) }.await;
+pub async fn delete(State(state): State<Arc<AppState>>, tenant: Tenant, Path(id): Path<String>) -> Response {
+    let r = async { Ok(index(&state)?.delete_file(tenant.as_str(), &id).await?) }.await;
     answer(r, |()| json!({"id": id, "object": "file", "deleted": true}))
 }
 
 /// `GET /v1/files/{id}/content`: the bytes as uploaded (`application/octet-stream`).
-pub async fn content(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Response {
-    let r: Result<_, GatewayError> = async { Ok(index(&state)?.file_content(&id).await?) }.await;
+pub async fn content(State(state): State<Arc<AppState>>, tenant: Tenant, Path(id): Path<String>) -> Response {
+    let r: Result<_, GatewayError> = async { Ok(index(&state)?.file_content(tenant.as_str(), &id).await?) }.await;
     match r {
         Ok((_, bytes)) => ([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response(),
         Err(e) => e.into_response(),

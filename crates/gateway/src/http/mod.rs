@@ -9,6 +9,7 @@ pub mod error;
 pub mod files;
 pub mod health;
 pub mod json_body;
+pub mod limits;
 pub mod list;
 pub mod metrics;
 pub mod models;
@@ -74,6 +75,10 @@ pub struct AppState {
     pub metrics_elsewhere: bool,
     /// What the last `/readyz` found (true until a check fails): its changes are logged.
     pub ready: std::sync::atomic::AtomicBool,
+    /// `[limits]`: per-key rate and streams, upstream slots.
+    pub admission: Arc<crate::admission::Admission>,
+    /// `[limits]`: the size ceilings of a request.
+    pub sizes: crate::turn::Sizes,
 }
 
 impl AppState {
@@ -117,6 +122,12 @@ impl AppState {
             turns: Default::default(),
             shutdown: Default::default(),
             ready: std::sync::atomic::AtomicBool::new(true),
+            admission: Arc::new(crate::admission::Admission::new(&config.limits)),
+            sizes: crate::turn::Sizes {
+                max_input_items: config.limits.max_input_items,
+                max_tools: config.limits.max_tools,
+                max_output_tokens: config.limits.max_output_tokens,
+            },
         })
     }
 }
@@ -216,6 +227,12 @@ pub fn router(state: Arc<AppState>, server: &crate::config::ServerConfig) -> Rou
     let app = match &state.metrics {
         Some(m) if !state.metrics_elsewhere => app.route("/metrics", get(metrics::scrape).with_state(m.clone())),
         _ => app,
+    };
+    // The per-key rate, inside the key check (it counts by the key the check found).
+    let app = if state.admission.is_off() {
+        app
+    } else {
+        app.layer(axum::middleware::from_fn_with_state(state.admission.clone(), limits::rate))
     };
     let app = match guard {
         Some(guard) => app.layer(axum::middleware::from_fn_with_state(guard, auth::require_key)),

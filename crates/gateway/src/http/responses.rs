@@ -7,20 +7,28 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
+use axum::Extension;
 use axum::http::StatusCode;
 use protocol::ApiError;
 use axum::response::{IntoResponse, Response};
 
+use super::auth::Tenant;
 use super::sse::SseBody;
 use super::sse_sink::SseSink;
 use super::AppState;
+use crate::admission::{KeyId, StreamPermit, UpstreamPermit};
 use crate::error::{ErrorKind, GatewayError};
 use crate::store::StoreError;
 use crate::turn::driver::{self, COMMIT_FAILED};
 use crate::turn::{self, Prepared};
 
 /// Handles one create request.
-pub async fn create(State(state): State<Arc<AppState>>, body: Result<Bytes, BytesRejection>) -> Response {
+pub async fn create(
+    State(state): State<Arc<AppState>>,
+    tenant: Tenant,
+    key: Option<Extension<KeyId>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
     let body = match body {
         Ok(b) => b,
         Err(rejection) => return body_rejected(&rejection),
@@ -29,13 +37,28 @@ pub async fn create(State(state): State<Arc<AppState>>, body: Result<Bytes, Byte
         Ok(req) => req,
         Err(e) => return GatewayError::from(e).into_response(),
     };
+    // `[limits]`: a stream slot of the key, then an upstream slot (waiting in its bounded
+    // queue), both held until the turn ends; a refusal happens before anything is stored.
+    let key = key.map_or(KeyId::ANONYMOUS, |Extension(k)| k);
+    let stream_permit = match req.stream.unwrap_or(false).then(|| state.admission.stream(key)) {
+        Some(Err(refused)) => return super::limits::too_many(&refused),
+        Some(Ok(p)) => p,
+        None => None,
+    };
+    let upstream_permit = match state.admission.upstream().await {
+        Ok(p) => p,
+        Err(refused) => return super::limits::too_many(&refused),
+    };
+    let permits = (stream_permit, upstream_permit);
     let ctx = turn::Context {
         models: state.models.as_ref(),
         reject_unknown: state.reject_unknown,
         registry: &state.registry,
         caps: state.upstream.caps(),
         store: &state.store,
+        project: tenant.as_str(),
         lease_ttl_ms: state.lease_ttl_ms,
+        sizes: state.sizes,
     };
     // The turn's futures are boxed (prepare's state is ~8 KB, the run's ~6 KB): the
     // handler's own future stays small, and axum and tower move it several times.
@@ -45,18 +68,24 @@ pub async fn create(State(state): State<Arc<AppState>>, body: Result<Bytes, Byte
     };
     prepared.cancel = state.shutdown.child_token();
     if prepared.stream {
-        return stream(state, prepared);
+        return stream(state, prepared, permits);
     }
     let turn = driver::start(prepared, None);
     if !turn.is_stored() {
-        return match Box::pin(turn.run(&state.runner)).await {
+        let outcome = Box::pin(turn.run(&state.runner)).await;
+        drop(permits);
+        return match outcome {
             Ok(outcome) => answer(outcome),
             Err(e) => commit_failed(&e).into_response(),
         };
     }
     // A stored turn runs in its own task: a client that goes away does not cancel it.
     // Boxed before spawning: the task moves a pointer, not the turn's state.
-    let task = state.turns.clone().spawn(Box::pin(async move { turn.run(&state.runner).await }));
+    let task = state.turns.clone().spawn(Box::pin(async move {
+        let outcome = turn.run(&state.runner).await;
+        drop(permits);
+        outcome
+    }));
     match task.await {
         Ok(Ok(outcome)) => answer(outcome),
         Ok(Err(e)) => commit_failed(&e).into_response(),
@@ -111,7 +140,7 @@ fn commit_failed(e: &StoreError) -> GatewayError {
 
 /// The streamed answer: the turn runs in its own task, its events go to the SSE body as
 /// they are produced.
-fn stream(state: Arc<AppState>, prepared: Prepared) -> Response {
+fn stream(state: Arc<AppState>, prepared: Prepared, permits: (Option<StreamPermit>, UpstreamPermit)) -> Response {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let keepalive = state.keepalive;
     // The first events are queued before the turn runs, so the response head and them
@@ -121,6 +150,7 @@ fn stream(state: Arc<AppState>, prepared: Prepared) -> Response {
     let task = state.turns.clone().spawn(Box::pin(async move {
         // A failed commit has ended the stream with `response.failed` (and was logged).
         let _ = turn.run(&state.runner).await;
+        drop(permits);
     }));
     // Nothing to store → a disconnect cancels the turn (and so the upstream request);
     // a stored turn (store:true or a conversation) runs to its end and is committed.

@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
+use super::auth::Tenant;
 use super::list;
 use super::AppState;
 use crate::error::GatewayError;
@@ -24,7 +25,12 @@ fn not_found(id: &str) -> GatewayError {
 /// With `stream=true`, an event stream that produces it, as SSE (`events::replay`).
 /// `starting_after` → 400 `unsupported_parameter`: the live events are not stored, so the
 /// replay's numbering is not the original stream's and resuming by it would skip events.
-pub async fn get(State(state): State<Arc<AppState>>, Path(id): Path<String>, RawQuery(query): RawQuery) -> Response {
+pub async fn get(
+    State(state): State<Arc<AppState>>,
+    tenant: Tenant,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Response {
     let mut stream = false;
     for (k, v) in url::form_urlencoded::parse(query.as_deref().unwrap_or("").as_bytes()) {
         match k.as_ref() {
@@ -40,7 +46,7 @@ pub async fn get(State(state): State<Arc<AppState>>, Path(id): Path<String>, Raw
             _ => {}
         }
     }
-    match state.store.response(&id).await {
+    match state.store.response(tenant.as_str(), &id).await {
         Ok(Some(r)) if stream => replay(&id, r),
         Ok(Some(r)) => Json(r).into_response(),
         Ok(None) => not_found(&id).into_response(),
@@ -64,8 +70,8 @@ fn replay(id: &str, stored: serde_json::Value) -> Response {
 }
 
 /// `DELETE /v1/responses/{id}`: the response can no longer be retrieved or continued.
-pub async fn delete(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Response {
-    match state.store.delete_response(&id).await {
+pub async fn delete(State(state): State<Arc<AppState>>, tenant: Tenant, Path(id): Path<String>) -> Response {
+    match state.store.delete_response(tenant.as_str(), &id).await {
         Ok(true) => Json(json!({"id": id, "object": "response", "deleted": true})).into_response(),
         Ok(false) => not_found(&id).into_response(),
         Err(e) => GatewayError::from(e).into_response(),
@@ -75,6 +81,7 @@ pub async fn delete(State(state): State<Arc<AppState>>, Path(id): Path<String>) 
 /// `GET /v1/responses/{id}/input_items`: this request's input items, with ids.
 pub async fn input_items(
     State(state): State<Arc<AppState>>,
+    tenant: Tenant,
     Path(id): Path<String>,
     RawQuery(query): RawQuery,
 ) -> Response {
@@ -82,7 +89,7 @@ pub async fn input_items(
         Ok(q) => q,
         Err(e) => return e.into_response(),
     };
-    match state.store.input_items(&id, &q).await {
+    match state.store.input_items(tenant.as_str(), &id, &q).await {
         Ok(Some(page)) => Json(list::render(page)).into_response(),
         Ok(None) => not_found(&id).into_response(),
         Err(e) => GatewayError::from(e).into_response(),

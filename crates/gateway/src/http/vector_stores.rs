@@ -12,6 +12,7 @@ use axum::response::Response;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+use super::auth::Tenant;
 use super::files::{answer, index, parse_list, render_list};
 use super::{json_body, AppState};
 use crate::error::GatewayError;
@@ -158,7 +159,7 @@ pub fn render_store_file(f: &StoreFileRecord) -> Value {
 }
 
 /// `POST /v1/vector_stores`.
-pub async fn create(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
+pub async fn create(State(state): State<Arc<AppState>>, tenant: Tenant, body: Bytes) -> Response {
     let r = async {
         let index = index(&state)?;
         let b: CreateBody = json_body::parse(&body)?;
@@ -179,30 +180,30 @@ pub async fn create(State(state): State<Arc<AppState>>, body: Bytes) -> Response
             file_ids,
             chunking: chunking(b.chunking_strategy.as_ref())?,
         };
-        Ok(index.create_store(new).await?)
+        Ok(index.create_store(tenant.as_str(), new).await?)
     }
     .await;
     answer(r, |s| render_store(&s))
 }
 
 /// `GET /v1/vector_stores` (`limit` 1–100 default 20, `order`, `after`, `before`).
-pub async fn list(State(state): State<Arc<AppState>>, RawQuery(q): RawQuery) -> Response {
+pub async fn list(State(state): State<Arc<AppState>>, tenant: Tenant, RawQuery(q): RawQuery) -> Response {
     let r = async {
         let (p, _) = parse_list(q.as_deref(), 20, 100)?;
-        Ok(index(&state)?.list_stores(&p).await?)
+        Ok(index(&state)?.list_stores(tenant.as_str(), &p).await?)
     }
     .await;
     answer(r, |l| render_list(l.items.iter().map(render_store).collect(), l.has_more))
 }
 
 /// `GET /v1/vector_stores/{id}`.
-pub async fn get(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Response {
-    let r = async { Ok(index(&state)?.store(&id).await?) }.await;
+pub async fn get(State(state): State<Arc<AppState>>, tenant: Tenant, Path(id): Path<String>) -> Response {
+    let r = async { Ok(index(&state)?.store(tenant.as_str(), &id).await?) }.await;
     answer(r, |s| render_store(&s))
 }
 
 /// `POST /v1/vector_stores/{id}`: `name`, `metadata`, `expires_after`.
-pub async fn update(State(state): State<Arc<AppState>>, Path(id): Path<String>, body: Bytes) -> Response {
+pub async fn update(State(state): State<Arc<AppState>>, tenant: Tenant, Path(id): Path<String>, body: Bytes) -> Response {
     let r = async {
         let index = index(&state)?;
         let b: UpdateBody = json_body::parse(&body)?;
@@ -212,21 +213,21 @@ pub async fn update(State(state): State<Arc<AppState>>, Path(id): Path<String>, 
         if let Some(e) = &b.expires_after {
             check_expiry(e)?;
         }
-        Ok(index.update_store(&id, StoreUpdate { name: b.name, metadata: b.metadata, expires_after: b.expires_after }).await?)
+        Ok(index.update_store(tenant.as_str(), &id, StoreUpdate { name: b.name, metadata: b.metadata, expires_after: b.expires_after }).await?)
     }
     .await;
     answer(r, |s| render_store(&s))
 }
 
 /// `DELETE /v1/vector_stores/{id}`: `{id, object:"vector_store.deleted", deleted:true}`.
-pub async fn delete(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Response {
-    let r = async { Ok(index(&state)?.delete_store(&id).await?) }.await;
+pub async fn delete(State(state): State<Arc<AppState>>, tenant: Tenant, Path(id): Path<String>) -> Response {
+    let r = async { Ok(index(&state)?.delete_store(tenant.as_str(), &id).await?) }.await;
     answer(r, |()| json!({"id": id, "object": "vector_store.deleted", "deleted": true}))
 }
 
 /// `POST /v1/vector_stores/{id}/files`: `file_id*`, `attributes`, `chunking_strategy`;
 /// answers `in_progress` (ingestion runs in the background). 404 for an unknown store or file.
-pub async fn attach(State(state): State<Arc<AppState>>, Path(id): Path<String>, body: Bytes) -> Response {
+pub async fn attach(State(state): State<Arc<AppState>>, tenant: Tenant, Path(id): Path<String>, body: Bytes) -> Response {
     let r = async {
         let index = index(&state)?;
         let b: AttachBody = json_body::parse(&body)?;
@@ -237,7 +238,7 @@ pub async fn attach(State(state): State<Arc<AppState>>, Path(id): Path<String>, 
         let attributes = b.attributes.unwrap_or_default();
         check_attributes(&attributes)?;
         let c = chunking(b.chunking_strategy.as_ref())?;
-        Ok(index.attach(&id, &file_id, &attributes, c).await?)
+        Ok(index.attach(tenant.as_str(), &id, &file_id, &attributes, c).await?)
     }
     .await;
     answer(r, |f| render_store_file(&f))
@@ -245,7 +246,12 @@ pub async fn attach(State(state): State<Arc<AppState>>, Path(id): Path<String>, 
 
 /// `GET /v1/vector_stores/{id}/files` (`limit` 1–100 default 20, `order`, `after`,
 /// `before`, `filter`: in_progress | completed | failed | cancelled).
-pub async fn list_files(State(state): State<Arc<AppState>>, Path(id): Path<String>, RawQuery(q): RawQuery) -> Response {
+pub async fn list_files(
+    State(state): State<Arc<AppState>>,
+    tenant: Tenant,
+    Path(id): Path<String>,
+    RawQuery(q): RawQuery,
+) -> Response {
     let r = async {
         let (p, rest) = parse_list(q.as_deref(), 20, 100)?;
         let status = rest.get("filter").map(String::as_str);
@@ -254,21 +260,26 @@ pub async fn list_files(State(state): State<Arc<AppState>>, Path(id): Path<Strin
                 return Err(invalid("filter", format!("Invalid 'filter': '{s}'; expected in_progress, completed, failed or cancelled.")));
             }
         }
-        Ok(index(&state)?.list_store_files(&id, status, &p).await?)
+        Ok(index(&state)?.list_store_files(tenant.as_str(), &id, status, &p).await?)
     }
     .await;
     answer(r, |l| render_list(l.items.iter().map(render_store_file).collect(), l.has_more))
 }
 
 /// `GET /v1/vector_stores/{id}/files/{file_id}`.
-pub async fn get_file(State(state): State<Arc<AppState>>, Path((id, file_id)): Path<(String, String)>) -> Response {
-    let r = async { Ok(index(&state)?.store_file(&id, &file_id).await?) }.await;
+pub async fn get_file(
+    State(state): State<Arc<AppState>>,
+    tenant: Tenant,
+    Path((id, file_id)): Path<(String, String)>,
+) -> Response {
+    let r = async { Ok(index(&state)?.store_file(tenant.as_str(), &id, &file_id).await?) }.await;
     answer(r, |f| render_store_file(&f))
 }
 
 /// `POST /v1/vector_stores/{id}/files/{file_id}` with `{attributes}`.
 pub async fn update_file(
     State(state): State<Arc<AppState>>,
+    tenant: Tenant,
     Path((id, file_id)): Path<(String, String)>,
     body: Bytes,
 ) -> Response {
@@ -279,21 +290,29 @@ pub async fn update_file(
                 .with_code("missing_required_parameter"));
         };
         check_attributes(&attributes)?;
-        Ok(index.update_store_file(&id, &file_id, &attributes).await?)
+        Ok(index.update_store_file(tenant.as_str(), &id, &file_id, &attributes).await?)
     }
     .await;
     answer(r, |f| render_store_file(&f))
 }
 
 /// `DELETE /v1/vector_stores/{id}/files/{file_id}`: detaches (the file itself stays).
-pub async fn delete_file(State(state): State<Arc<AppState>>, Path((id, file_id)): Path<(String, String)>) -> Response {
-    let r = async { Ok(index(&state)?.detach(&id, &file_id).await?) }.await;
+pub async fn delete_file(
+    State(state): State<Arc<AppState>>,
+    tenant: Tenant,
+    Path((id, file_id)): Path<(String, String)>,
+) -> Response {
+    let r = async { Ok(index(&state)?.detach(tenant.as_str(), &id, &file_id).await?) }.await;
     answer(r, |()| json!({"id": file_id, "object": "vector_store.file.deleted", "deleted": true}))
 }
 
 /// `GET /v1/vector_stores/{id}/files/{file_id}/content`: the indexed chunks as text parts.
-pub async fn file_content(State(state): State<Arc<AppState>>, Path((id, file_id)): Path<(String, String)>) -> Response {
-    let r = async { Ok(index(&state)?.store_file_chunks(&id, &file_id).await?) }.await;
+pub async fn file_content(
+    State(state): State<Arc<AppState>>,
+    tenant: Tenant,
+    Path((id, file_id)): Path<(String, String)>,
+) -> Response {
+    let r = async { Ok(index(&state)?.store_file_chunks(tenant.as_str(), &id, &file_id).await?) }.await;
     answer(r, |texts| {
         let data: Vec<Value> = texts.into_iter().map(|t| json!({"type": "text", "text": t})).collect();
         json!({"object": "vector_store.file_content.page", "data": data, "has_more": false, "next_page": null})
@@ -357,10 +376,11 @@ fn render_hit(h: FileHit) -> Value {
 }
 
 /// `POST /v1/vector_stores/{id}/search`: `vector_store.search_results.page`.
-pub async fn search(State(state): State<Arc<AppState>>, Path(id): Path<String>, body: Bytes) -> Response {
+pub async fn search(State(state): State<Arc<AppState>>, tenant: Tenant, Path(id): Path<String>, body: Bytes) -> Response {
     let r = async {
         let index = index(&state)?;
         let (queries, req) = search_request(json_body::parse(&body)?)?;
+        index.store(tenant.as_str(), &id).await?;
         let hits = index.search_many(&id, &queries, &req).await?;
         Ok((queries, hits))
     }

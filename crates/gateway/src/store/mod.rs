@@ -19,6 +19,7 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 
 pub use config::{BackendKind, StoreConfig};
+pub use crate::config::auth::DEFAULT_PROJECT;
 
 use crate::transcript::Transcript;
 
@@ -84,6 +85,8 @@ pub struct Conversation {
 /// A new conversation with its initial items (item resources, each with an `id`).
 #[derive(Debug, Clone)]
 pub struct NewConversation {
+    /// The project the conversation belongs to.
+    pub project: String,
     pub conversation: Conversation,
     pub items: Vec<Value>,
 }
@@ -120,6 +123,8 @@ pub struct ConversationContext {
 /// Everything one finished turn writes, in one transaction.
 #[derive(Debug, Clone)]
 pub struct TurnRecord {
+    /// The project the response and its private tool results belong to.
+    pub project: String,
     pub response_id: String,
     /// Unix seconds.
     pub created_at: i64,
@@ -157,6 +162,10 @@ pub struct ConversationAppend {
 
 /// The operations the gateway needs from a store. Every method is one short statement or
 /// transaction; errors are [`StoreError`]s (never a panic on a row's content).
+///
+/// `project` is the tenant of the request's API key ([`DEFAULT_PROJECT`] without keys): a
+/// row of another project reads, updates and deletes exactly as an unknown id (issue 20
+/// "Tenants").
 pub trait Store: Send + Sync + Debug {
     /// `sqlite` or `postgres`.
     fn backend(&self) -> BackendKind;
@@ -164,17 +173,17 @@ pub trait Store: Send + Sync + Debug {
     fn ping(&self) -> BoxFuture<'_, Result<(), StoreError>>;
 
     /// The final transcript of stored response `id` (None: unknown or deleted).
-    fn transcript<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Transcript>, StoreError>>;
+    fn transcript<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<Transcript>, StoreError>>;
     /// The stored Response object.
-    fn response<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Value>, StoreError>>;
+    fn response<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<Value>, StoreError>>;
     /// Deletes a stored response; false when there was none.
-    fn delete_response<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
+    fn delete_response<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
     /// The stored private `(key, result)` of these gateway tool items of stored turns (web
     /// search: the query and the results the model read), by item id; ids not found are
     /// left out.
-    fn tool_results<'a>(&'a self, item_ids: &'a [String]) -> BoxFuture<'a, Result<PrivateResults, StoreError>>;
+    fn tool_results<'a>(&'a self, project: &'a str, item_ids: &'a [String]) -> BoxFuture<'a, Result<PrivateResults, StoreError>>;
     /// A page of the response's input items (None: unknown response).
-    fn input_items<'a>(&'a self, id: &'a str, q: &'a ListQuery) -> BoxFuture<'a, Result<Option<Page>, StoreError>>;
+    fn input_items<'a>(&'a self, project: &'a str, id: &'a str, q: &'a ListQuery) -> BoxFuture<'a, Result<Option<Page>, StoreError>>;
     /// Writes a finished turn atomically: the response row (if stored) and the
     /// conversation's new items, transcript and lease release (if any).
     fn save_turn(&self, turn: TurnRecord) -> BoxFuture<'_, Result<(), StoreError>>;
@@ -182,32 +191,33 @@ pub trait Store: Send + Sync + Debug {
     /// Creates a conversation with its initial items.
     fn create_conversation(&self, new: NewConversation) -> BoxFuture<'_, Result<(), StoreError>>;
     /// The conversation object (None: unknown or deleted).
-    fn conversation<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Conversation>, StoreError>>;
+    fn conversation<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<Conversation>, StoreError>>;
     /// Replaces the metadata; None when unknown.
     fn update_conversation<'a>(
         &'a self,
+        project: &'a str,
         id: &'a str,
         metadata: BTreeMap<String, String>,
     ) -> BoxFuture<'a, Result<Option<Conversation>, StoreError>>;
     /// Deletes the conversation and its items; false when unknown.
-    fn delete_conversation<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
+    fn delete_conversation<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
     /// Appends items (resources with ids); false when the conversation is unknown.
-    fn add_items<'a>(&'a self, id: &'a str, items: Vec<Value>) -> BoxFuture<'a, Result<bool, StoreError>>;
+    fn add_items<'a>(&'a self, project: &'a str, id: &'a str, items: Vec<Value>) -> BoxFuture<'a, Result<bool, StoreError>>;
     /// A page of the conversation's items (None: unknown conversation).
-    fn list_items<'a>(&'a self, id: &'a str, q: &'a ListQuery) -> BoxFuture<'a, Result<Option<Page>, StoreError>>;
+    fn list_items<'a>(&'a self, project: &'a str, id: &'a str, q: &'a ListQuery) -> BoxFuture<'a, Result<Option<Page>, StoreError>>;
     /// One item of a conversation (its JSON item resource).
-    fn item<'a>(&'a self, id: &'a str, item_id: &'a str) -> BoxFuture<'a, Result<Lookup<Value>, StoreError>>;
+    fn item<'a>(&'a self, project: &'a str, id: &'a str, item_id: &'a str) -> BoxFuture<'a, Result<Lookup<Value>, StoreError>>;
     /// Deletes one item; returns the conversation.
-    fn delete_item<'a>(&'a self, id: &'a str, item_id: &'a str) -> BoxFuture<'a, Result<Lookup<Conversation>, StoreError>>;
+    fn delete_item<'a>(&'a self, project: &'a str, id: &'a str, item_id: &'a str) -> BoxFuture<'a, Result<Lookup<Conversation>, StoreError>>;
 
     /// Takes the conversation's lease for `owner` until now + `ttl_ms`.
-    fn lease<'a>(&'a self, id: &'a str, owner: &'a str, ttl_ms: u64) -> BoxFuture<'a, Result<LeaseOutcome, StoreError>>;
+    fn lease<'a>(&'a self, project: &'a str, id: &'a str, owner: &'a str, ttl_ms: u64) -> BoxFuture<'a, Result<LeaseOutcome, StoreError>>;
     /// Extends a held lease; false when it is no longer held by `owner`.
     fn renew_lease<'a>(&'a self, id: &'a str, owner: &'a str, ttl_ms: u64) -> BoxFuture<'a, Result<bool, StoreError>>;
     /// Releases the lease if `owner` holds it.
     fn release_lease<'a>(&'a self, id: &'a str, owner: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
     /// What a turn on the conversation starts from (None: unknown conversation).
-    fn conversation_context<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<ConversationContext>, StoreError>>;
+    fn conversation_context<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<ConversationContext>, StoreError>>;
 }
 
 /// Opens the configured store: connects (within `acquire_timeout_ms`), runs the migrations.

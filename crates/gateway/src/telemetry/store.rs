@@ -103,20 +103,20 @@ impl Store for TimedStore {
     fn ping(&self) -> BoxFuture<'_, Result<(), StoreError>> {
         self.time(Op::Ping, self.inner.ping())
     }
-    fn transcript<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Transcript>, StoreError>> {
-        self.time(Op::Transcript, self.inner.transcript(id))
+    fn transcript<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<Transcript>, StoreError>> {
+        self.time(Op::Transcript, self.inner.transcript(project, id))
     }
-    fn response<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
-        self.time(Op::Response, self.inner.response(id))
+    fn response<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
+        self.time(Op::Response, self.inner.response(project, id))
     }
-    fn delete_response<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
-        self.time(Op::DeleteResponse, self.inner.delete_response(id))
+    fn delete_response<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        self.time(Op::DeleteResponse, self.inner.delete_response(project, id))
     }
-    fn tool_results<'a>(&'a self, item_ids: &'a [String]) -> BoxFuture<'a, Result<PrivateResults, StoreError>> {
-        self.time(Op::ToolResults, self.inner.tool_results(item_ids))
+    fn tool_results<'a>(&'a self, project: &'a str, item_ids: &'a [String]) -> BoxFuture<'a, Result<PrivateResults, StoreError>> {
+        self.time(Op::ToolResults, self.inner.tool_results(project, item_ids))
     }
-    fn input_items<'a>(&'a self, id: &'a str, q: &'a ListQuery) -> BoxFuture<'a, Result<Option<Page>, StoreError>> {
-        self.time(Op::InputItems, self.inner.input_items(id, q))
+    fn input_items<'a>(&'a self, project: &'a str, id: &'a str, q: &'a ListQuery) -> BoxFuture<'a, Result<Option<Page>, StoreError>> {
+        self.time(Op::InputItems, self.inner.input_items(project, id, q))
     }
     fn save_turn(&self, turn: TurnRecord) -> BoxFuture<'_, Result<(), StoreError>> {
         self.time(Op::SaveTurn, self.inner.save_turn(turn))
@@ -124,33 +124,34 @@ impl Store for TimedStore {
     fn create_conversation(&self, new: NewConversation) -> BoxFuture<'_, Result<(), StoreError>> {
         self.time(Op::CreateConversation, self.inner.create_conversation(new))
     }
-    fn conversation<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Conversation>, StoreError>> {
-        self.time(Op::Conversation, self.inner.conversation(id))
+    fn conversation<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<Conversation>, StoreError>> {
+        self.time(Op::Conversation, self.inner.conversation(project, id))
     }
     fn update_conversation<'a>(
         &'a self,
+        project: &'a str,
         id: &'a str,
         metadata: BTreeMap<String, String>,
     ) -> BoxFuture<'a, Result<Option<Conversation>, StoreError>> {
-        self.time(Op::UpdateConversation, self.inner.update_conversation(id, metadata))
+        self.time(Op::UpdateConversation, self.inner.update_conversation(project, id, metadata))
     }
-    fn delete_conversation<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
-        self.time(Op::DeleteConversation, self.inner.delete_conversation(id))
+    fn delete_conversation<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        self.time(Op::DeleteConversation, self.inner.delete_conversation(project, id))
     }
-    fn add_items<'a>(&'a self, id: &'a str, items: Vec<Value>) -> BoxFuture<'a, Result<bool, StoreError>> {
-        self.time(Op::AddItems, self.inner.add_items(id, items))
+    fn add_items<'a>(&'a self, project: &'a str, id: &'a str, items: Vec<Value>) -> BoxFuture<'a, Result<bool, StoreError>> {
+        self.time(Op::AddItems, self.inner.add_items(project, id, items))
     }
-    fn list_items<'a>(&'a self, id: &'a str, q: &'a ListQuery) -> BoxFuture<'a, Result<Option<Page>, StoreError>> {
-        self.time(Op::ListItems, self.inner.list_items(id, q))
+    fn list_items<'a>(&'a self, project: &'a str, id: &'a str, q: &'a ListQuery) -> BoxFuture<'a, Result<Option<Page>, StoreError>> {
+        self.time(Op::ListItems, self.inner.list_items(project, id, q))
     }
-    fn item<'a>(&'a self, id: &'a str, item_id: &'a str) -> BoxFuture<'a, Result<Lookup<Value>, StoreError>> {
-        self.time(Op::Item, self.inner.item(id, item_id))
+    fn item<'a>(&'a self, project: &'a str, id: &'a str, item_id: &'a str) -> BoxFuture<'a, Result<Lookup<Value>, StoreError>> {
+        self.time(Op::Item, self.inner.item(project, id, item_id))
     }
-    fn delete_item<'a>(&'a self, id: &'a str, item_id: &'a str) -> BoxFuture<'a, Result<Lookup<Conversation>, StoreError>> {
-        self.time(Op::DeleteItem, self.inner.delete_item(id, item_id))
+    fn delete_item<'a>(&'a self, project: &'a str, id: &'a str, item_id: &'a str) -> BoxFuture<'a, Result<Lookup<Conversation>, StoreError>> {
+        self.time(Op::DeleteItem, self.inner.delete_item(project, id, item_id))
     }
-    fn lease<'a>(&'a self, id: &'a str, owner: &'a str, ttl_ms: u64) -> BoxFuture<'a, Result<LeaseOutcome, StoreError>> {
-        self.time(Op::Lease, self.inner.lease(id, owner, ttl_ms))
+    fn lease<'a>(&'a self, project: &'a str, id: &'a str, owner: &'a str, ttl_ms: u64) -> BoxFuture<'a, Result<LeaseOutcome, StoreError>> {
+        self.time(Op::Lease, self.inner.lease(project, id, owner, ttl_ms))
     }
     fn renew_lease<'a>(&'a self, id: &'a str, owner: &'a str, ttl_ms: u64) -> BoxFuture<'a, Result<bool, StoreError>> {
         self.time(Op::RenewLease, self.inner.renew_lease(id, owner, ttl_ms))
@@ -158,7 +159,7 @@ impl Store for TimedStore {
     fn release_lease<'a>(&'a self, id: &'a str, owner: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         self.time(Op::ReleaseLease, self.inner.release_lease(id, owner))
     }
-    fn conversation_context<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<ConversationContext>, StoreError>> {
-        self.time(Op::ConversationContext, self.inner.conversation_context(id))
+    fn conversation_context<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<ConversationContext>, StoreError>> {
+        self.time(Op::ConversationContext, self.inner.conversation_context(project, id))
     }
 }

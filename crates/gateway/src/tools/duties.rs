@@ -33,6 +33,14 @@ pub struct DeclareCtx<'a> {
     pub registry: &'a Registry,
 }
 
+/// What resolving a tool needs ([`Tool::resolve`]): the executors and the request's
+/// project (tenant), whose vector stores alone a file search may name.
+#[derive(Debug, Clone, Copy)]
+pub struct ResolveCtx<'a> {
+    pub registry: &'a Registry,
+    pub project: &'a str,
+}
+
 /// A validated declaration: its tools (a `namespace` gives one per member) and the
 /// normalized declaration echoed in `Response.tools` (contract §2).
 #[derive(Debug)]
@@ -92,7 +100,7 @@ pub trait Tool: Send + Sync + Debug {
     /// Resolves what the tool needs before any model call, asynchronously (file_search:
     /// each vector store's executor); `param` is the declaration's `tools[i]`. Returns the
     /// resolved tool to use instead, or `None` to keep this one. Errors are 400s.
-    fn resolve<'a>(&'a self, _param: &'a str, _ctx: &'a DeclareCtx<'a>) -> BoxFuture<'a, Result<Option<Arc<dyn Tool>>, GatewayError>> {
+    fn resolve<'a>(&'a self, _param: &'a str, _ctx: &'a ResolveCtx<'a>) -> BoxFuture<'a, Result<Option<Arc<dyn Tool>>, GatewayError>> {
         Box::pin(async { Ok(None) })
     }
     /// True when the answer's `【N】` markers name this tool's chunks (file citations).

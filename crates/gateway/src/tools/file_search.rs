@@ -13,7 +13,7 @@ use futures_util::future::BoxFuture;
 use protocol::input::InputItem;
 use protocol::output::FileSearchResult;
 
-use super::{BindCtx, CallItem, DeclareCtx, Declared, Finished, Invocation, Owner, Ran, RunStatus, Tool, ToolEntry, ToolType, UpstreamTool};
+use super::{BindCtx, CallItem, DeclareCtx, Declared, Finished, Invocation, Owner, Ran, ResolveCtx, RunStatus, Tool, ToolEntry, ToolType, UpstreamTool};
 use crate::error::GatewayError;
 use crate::events::file_citations::{FileSource, FileSources};
 use crate::events::Emitter;
@@ -228,12 +228,12 @@ impl Tool for FileSearchTool {
     /// The executor of every vector store: an id no executor knows is a 400
     /// `vector_store_not_found` naming it (param `tools[i].vector_store_ids`); a store whose
     /// executor is not configured is a 400 `tool_not_configured` naming the missing setting.
-    fn resolve<'a>(&'a self, param: &'a str, ctx: &'a DeclareCtx<'a>) -> BoxFuture<'a, Result<Option<Arc<dyn Tool>>, GatewayError>> {
+    fn resolve<'a>(&'a self, param: &'a str, ctx: &'a ResolveCtx<'a>) -> BoxFuture<'a, Result<Option<Arc<dyn Tool>>, GatewayError>> {
         Box::pin(async move {
             let param = format!("{param}.vector_store_ids");
             let router = &ctx.registry.file_search;
             let ids = &self.options.vector_store_ids;
-            let resolved = futures_util::future::join_all(ids.iter().map(|id| router.resolve(id))).await;
+            let resolved = futures_util::future::join_all(ids.iter().map(|id| router.resolve(ctx.project, id))).await;
             let mut stores = Vec::with_capacity(resolved.len());
             for (id, r) in ids.iter().zip(resolved) {
                 match r {
@@ -448,7 +448,7 @@ mod duties {
         fn kind(&self) -> &'static str {
             "embedded"
         }
-        fn has_store<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, String>> {
+        fn has_store<'a>(&'a self, _project: &'a str, id: &'a str) -> BoxFuture<'a, Result<bool, String>> {
             Box::pin(async move { Ok(id == "vs_1") })
         }
         fn search<'a>(&'a self, _store: &'a str, _req: &'a FileSearchRequest) -> BoxFuture<'a, Result<Vec<FileHit>, String>> {
@@ -471,11 +471,12 @@ mod duties {
         let bad = json!({"type":"file_search","vector_store_ids":["vs_1"],"max_num_results":0});
         assert_eq!(FileSearchType.declare(bad, "file_search", "tools[0]", &ctx).unwrap_err().param.as_deref(), Some("tools[0].max_num_results"));
         let mut unknown = ToolSet::build(vec![json!({"type":"file_search","vector_store_ids":["vs_9"]})], None, &registry, &Default::default()).unwrap();
-        let err = unknown.resolve(&ctx).await.unwrap_err();
+        let resolve = ResolveCtx { registry: &registry, project: "default" };
+        let err = unknown.resolve(&resolve).await.unwrap_err();
         assert_eq!((err.error.param.as_deref(), err.error.code.as_deref()), (Some("tools[0].vector_store_ids"), Some("vector_store_not_found")));
         let decl = json!({"type":"function","name":"f"});
         let mut set = ToolSet::build(vec![decl, json!({"type":"file_search","vector_store_ids":["vs_1"]})], None, &registry, &Default::default()).unwrap();
-        set.resolve(&ctx).await.unwrap();
+        set.resolve(&resolve).await.unwrap();
         assert!(set.cites_files());
         let entry = set.lookup(FUNCTION).unwrap();
         assert_eq!((entry.owner, entry.call_item(), entry.param.as_str()), (Owner::Gateway, CallItem::Hosted, "tools[1]"));

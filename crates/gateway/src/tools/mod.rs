@@ -21,7 +21,7 @@ use serde_json::Value;
 
 pub use crate::upstream::{ToolChoice, UpstreamTool};
 
-pub use duties::{BindCtx, CallItem, DeclareCtx, Declared, Finished, Invocation, Ran, RunStatus, Tool, ToolType};
+pub use duties::{BindCtx, CallItem, DeclareCtx, Declared, Finished, Invocation, Ran, ResolveCtx, RunStatus, Tool, ToolType};
 
 use crate::error::GatewayError;
 use crate::executors::Registry;
@@ -190,7 +190,7 @@ impl ToolSet {
 
     /// Resolves what each tool needs before any model call ([`Tool::resolve`]), e.g. the
     /// executors of file_search's vector stores. Errors are 400s naming the declaration.
-    pub async fn resolve(&mut self, ctx: &DeclareCtx<'_>) -> Result<(), GatewayError> {
+    pub async fn resolve(&mut self, ctx: &ResolveCtx<'_>) -> Result<(), GatewayError> {
         for entry in &mut self.entries {
             if let Some(resolved) = entry.tool.resolve(&entry.param, ctx).await? {
                 entry.tool = resolved;

@@ -13,6 +13,6 @@ pub mod round;
 pub mod run;
 pub mod validate;
 
-pub use prepare::{prepare, Context};
+pub use prepare::{prepare, Context, Sizes};
 pub use run::{run, Limits, Outcome, Runner};
 pub use validate::{parse_request, validate, Prepared};

@@ -18,6 +18,8 @@ use crate::transcript::Transcript;
 #[derive(Debug, Clone)]
 pub struct Persist {
     pub store: Arc<dyn Store>,
+    /// The project (tenant) the stored rows belong to.
+    pub project: String,
     /// `store: true`: write the response row (else only the conversation, if any).
     pub store_response: bool,
     /// This request's input items as item resources (with ids).
@@ -71,6 +73,7 @@ pub async fn commit(plan: Persist, response: &Response, transcript: Transcript) 
     };
     let tool_results = if plan.store_response { private_results(&transcript) } else { Vec::new() };
     let record = TurnRecord {
+        project: plan.project,
         tool_results,
         response_id: response.id.clone(),
         created_at,

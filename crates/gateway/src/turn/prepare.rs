@@ -15,7 +15,7 @@ use crate::events::ids::new_id;
 use crate::executors::Registry;
 use crate::store::{items, LeaseOutcome, Store, StoreError};
 use crate::tools::replay::Replayer;
-use crate::tools::DeclareCtx;
+use crate::tools::ResolveCtx;
 use crate::transcript::ToolReplay;
 use crate::turn::continuation::Continuation;
 use crate::turn::lease::Lease;
@@ -31,8 +31,47 @@ pub struct Context<'a> {
     /// The upstream's capabilities (native tool declarations).
     pub caps: &'a crate::upstream::UpstreamCaps,
     pub store: &'a Arc<dyn Store>,
+    /// The request's project (tenant): what it continues from and what it stores are its own.
+    pub project: &'a str,
     /// `store.lease_ttl_ms`.
     pub lease_ttl_ms: u64,
+    /// The size ceilings of `[limits]`.
+    pub sizes: Sizes,
+}
+
+/// The size ceilings of a request (`[limits]`: `max_input_items`, `max_tools`,
+/// `max_output_tokens`; 0 is no ceiling).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Sizes {
+    pub max_input_items: usize,
+    pub max_tools: usize,
+    pub max_output_tokens: u64,
+}
+
+impl Sizes {
+    /// 400 `invalid_value` naming `input`, `tools` or `max_output_tokens` when the request
+    /// passes a ceiling (before anything is read from the store or sent upstream).
+    pub fn check(&self, req: &CreateResponse) -> Result<(), GatewayError> {
+        let over = |param: &str, message: String| Err(GatewayError::bad_request(Some(param.to_string()), message).with_code("invalid_value"));
+        let items = match &req.input {
+            Some(Input::Items(items)) => items.len(),
+            _ => 0,
+        };
+        if self.max_input_items > 0 && items > self.max_input_items {
+            return over("input", format!("Invalid 'input': {items} items; this gateway accepts at most {} (limits.max_input_items).", self.max_input_items));
+        }
+        let tools = req.tools.as_ref().map_or(0, Vec::len);
+        if self.max_tools > 0 && tools > self.max_tools {
+            return over("tools", format!("Invalid 'tools': {tools} tools; this gateway accepts at most {} (limits.max_tools).", self.max_tools));
+        }
+        match req.max_output_tokens {
+            Some(n) if self.max_output_tokens > 0 && n > self.max_output_tokens => over(
+                "max_output_tokens",
+                format!("Invalid 'max_output_tokens': {n}; this gateway accepts at most {} (limits.max_output_tokens).", self.max_output_tokens),
+            ),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// 400 `previous_response_not_found` naming the id (contract §9).
@@ -74,6 +113,7 @@ pub fn conversation_id(req: &CreateResponse) -> Result<Option<String>, GatewayEr
 /// conversation's lease, validates and builds the turn, and plans what to store at its
 /// end. `body` is the raw request (its `input` is stored as given, with ids added).
 pub async fn prepare(req: CreateResponse, body: &[u8], ctx: &Context<'_>) -> Result<Prepared, GatewayError> {
+    ctx.sizes.check(&req)?;
     let store_response = req.store.unwrap_or(true);
     let conversation = conversation_id(&req)?;
     if req.previous_response_id.is_some() && conversation.is_some() {
@@ -87,7 +127,7 @@ pub async fn prepare(req: CreateResponse, body: &[u8], ctx: &Context<'_>) -> Res
     let mut turn = None;
     // The store's futures are boxed: held inline, each would enlarge every turn's future.
     if let Some(id) = &req.previous_response_id {
-        match Box::pin(ctx.store.transcript(id)).await? {
+        match Box::pin(ctx.store.transcript(ctx.project, id)).await? {
             Some(t) => from.base = Some(t),
             None => return Err(previous_not_found(id)),
         }
@@ -115,7 +155,7 @@ pub async fn prepare(req: CreateResponse, body: &[u8], ctx: &Context<'_>) -> Res
         .filter_map(|i| replayer.private_result_id(i).map(str::to_string))
         .collect();
     if !replayed.is_empty() {
-        match Box::pin(ctx.store.tool_results(&replayed)).await {
+        match Box::pin(ctx.store.tool_results(ctx.project, &replayed)).await {
             Ok(found) => from.restored = found,
             // Not fatal: the replay falls back to the query and sources.
             Err(e) => tracing::warn!(error = %e, "stored private tool results could not be read"),
@@ -123,7 +163,7 @@ pub async fn prepare(req: CreateResponse, body: &[u8], ctx: &Context<'_>) -> Res
     }
     let previous_response_id = from.previous_response_id.clone();
     let result = match validate(req, ctx.models, ctx.reject_unknown, ctx.registry, ctx.caps, from) {
-        Ok(mut p) => Box::pin(p.tools.resolve(&DeclareCtx { registry: ctx.registry })).await.map(|()| p),
+        Ok(mut p) => Box::pin(p.tools.resolve(&ResolveCtx { registry: ctx.registry, project: ctx.project })).await.map(|()| p),
         Err(e) => Err(e),
     };
     let mut prepared = match result {
@@ -138,6 +178,7 @@ pub async fn prepare(req: CreateResponse, body: &[u8], ctx: &Context<'_>) -> Res
     if store_response || turn.is_some() {
         prepared.persist = Some(Persist {
             store: ctx.store.clone(),
+            project: ctx.project.to_string(),
             store_response,
             input_items: items::input_resources(body),
             previous_response_id,
@@ -151,14 +192,14 @@ pub async fn prepare(req: CreateResponse, body: &[u8], ctx: &Context<'_>) -> Res
 /// transcript, or its items when an item changed since the last turn.
 async fn begin_conversation(ctx: &Context<'_>, id: String) -> Result<(Continuation, ConversationTurn), GatewayError> {
     let owner = new_id("lease");
-    match ctx.store.lease(&id, &owner, ctx.lease_ttl_ms).await? {
+    match ctx.store.lease(ctx.project, &id, &owner, ctx.lease_ttl_ms).await? {
         LeaseOutcome::Acquired => {}
         LeaseOutcome::NotFound => return Err(conversation_not_found(&id)),
         LeaseOutcome::Busy => return Err(StoreError::LeaseLost.into()),
     }
     let lease = Arc::new(Lease::start(ctx.store.clone(), id.clone(), owner, ctx.lease_ttl_ms));
     let loaded = async {
-        let Some(context) = ctx.store.conversation_context(&id).await? else {
+        let Some(context) = ctx.store.conversation_context(ctx.project, &id).await? else {
             return Err(conversation_not_found(&id));
         };
         let mut prefix = Vec::with_capacity(context.items.len());

@@ -110,3 +110,47 @@ fn concurrent_first_starts_on_one_sqlite_file() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A store written before tenants existed (migrations 1 and 2 only) is migrated at open:
+/// its rows belong to the default project, which the gateway without keys uses; another
+/// project sees them as unknown ids.
+#[tokio::test]
+async fn rows_from_before_tenants_belong_to_the_default_project() {
+    use responses_gateway::store::sql::{SqlStore, Target};
+    use responses_gateway::store::{Store, StoreConfig};
+    use sqlx::Connection;
+    let dir = temp("pre-tenants");
+    let old = dir.join("migrations");
+    std::fs::create_dir_all(&old).unwrap();
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+    for name in ["0001_init.sql", "0002_tool_results.sql"] {
+        std::fs::copy(src.join(name), old.join(name)).unwrap();
+    }
+    let db = dir.join("store.sqlite3");
+    {
+        let opts = sqlx::sqlite::SqliteConnectOptions::new().filename(&db).create_if_missing(true);
+        let mut conn = sqlx::SqliteConnection::connect_with(&opts).await.unwrap();
+        sqlx::migrate::Migrator::new(old.as_path()).await.unwrap().run(&mut conn).await.unwrap();
+        sqlx::query(
+            "INSERT INTO responses (id, created_at, status, response, input_items, transcript) \
+             VALUES ('resp_old', 1, 'completed', '{\"id\":\"resp_old\"}', '[]', '{}')",
+        )
+        .execute(&mut conn)
+        .await
+        .unwrap();
+        sqlx::query("INSERT INTO conversations (id, created_at, metadata, version, next_seq) VALUES ('conv_old', 1, '{}', 0, 0)")
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        conn.close().await.unwrap();
+    }
+    let store = SqlStore::connect(&StoreConfig::default(), Target::Sqlite(&db)).await.unwrap();
+    assert_eq!(store.response("default", "resp_old").await.unwrap(), Some(serde_json::json!({"id":"resp_old"})));
+    assert_eq!(store.response("team-a", "resp_old").await.unwrap(), None);
+    assert!(store.conversation("default", "conv_old").await.unwrap().is_some());
+    assert!(store.conversation("team-a", "conv_old").await.unwrap().is_none());
+    assert!(!store.delete_response("team-a", "resp_old").await.unwrap());
+    assert!(store.delete_response("default", "resp_old").await.unwrap());
+    store.close().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -432,11 +432,11 @@ async fn hybrid_search_fuses_vectors_and_keywords() {
     for (name, text) in [("cars.txt", "Fixing cars: a mechanic replaces the brake pads."), ("garden.txt", "Tomatoes and roses grow in the garden soil.")] {
         let mut up = plain.begin_upload().await.expect("upload");
         up.write(text.as_bytes()).await.expect("write");
-        ids.push(plain.create_file(up, name, "assistants", None).await.expect("file").id);
+        ids.push(plain.create_file("default", up, name, "assistants", None).await.expect("file").id);
     }
-    let store = plain.create_store(NewStore { name: Some("h".into()), file_ids: ids, ..NewStore::default() }).await.expect("store");
+    let store = plain.create_store("default", NewStore { name: Some("h".into()), file_ids: ids, ..NewStore::default() }).await.expect("store");
     let deadline = Instant::now() + Duration::from_secs(30);
-    while plain.store(&store.id).await.expect("get").file_counts.completed < 2 && Instant::now() < deadline {
+    while plain.store("default", &store.id).await.expect("get").file_counts.completed < 2 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let req = |q: &str, hybrid: Option<(f64, f64)>| FileSearchRequest { query: q.into(), max_num_results: 10, hybrid, ..FileSearchRequest::default() };
@@ -445,8 +445,8 @@ async fn hybrid_search_fuses_vectors_and_keywords() {
 
     let hybrid = LocalIndex::open(&config, &dir, Some(Arc::new(ConceptEmbedder)));
     assert_eq!(hybrid.kind(), "embedded");
-    assert_eq!(hybrid.has_store(&store.id).await, Ok(true));
-    assert_eq!(hybrid.has_store("vs_nope").await, Ok(false));
+    assert_eq!(hybrid.has_store("default", &store.id).await, Ok(true));
+    assert_eq!(hybrid.has_store("default", "vs_nope").await, Ok(false));
     let mut hits = Vec::new();
     while Instant::now() < deadline {
         hits = hybrid.search(&store.id, &req("automobile", None)).await.expect("search");

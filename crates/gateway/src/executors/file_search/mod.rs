@@ -48,9 +48,11 @@ pub struct FileHit {
 pub trait VectorStoreBackend: Send + Sync + Debug {
     /// `embedded` or `remote`.
     fn kind(&self) -> &'static str;
-    /// Whether the store `id` exists: `Ok(false)` for an unknown id, `Err` (a message
-    /// without credentials) when the executor cannot tell.
-    fn has_store<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, String>>;
+    /// Whether the store `id` exists for `project` (the request's tenant): `Ok(false)` for
+    /// an unknown id or another project's, `Err` (a message without credentials) when the
+    /// executor cannot tell. A remote executor's stores are the operator's, shared by every
+    /// project (it ignores `project`).
+    fn has_store<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<bool, String>>;
     /// Searches one store. `Err` is a message for the model and the failed item; it never
     /// contains credentials or backend payloads.
     fn search<'a>(&'a self, store_id: &'a str, req: &'a FileSearchRequest) -> BoxFuture<'a, Result<Vec<FileHit>, String>>;

@@ -80,12 +80,13 @@ impl FileSearchRouter {
         }
     }
 
-    /// The executor of store `id`. The embedded store is asked first; a remote is asked
+    /// The executor of store `id` for `project`. The embedded store is asked first (for the
+    /// project's stores only); a remote is asked
     /// with a GET, and only its definite "no such store" makes the id unknown (a remote that
     /// cannot answer now is used anyway: its search then fails visibly in the item).
-    pub async fn resolve(&self, id: &str) -> Result<Arc<dyn VectorStoreBackend>, ResolveError> {
+    pub async fn resolve(&self, project: &str, id: &str) -> Result<Arc<dyn VectorStoreBackend>, ResolveError> {
         if let Some(e) = &self.embedded {
-            if e.has_store(id).await.unwrap_or(false) {
+            if e.has_store(project, id).await.unwrap_or(false) {
                 return Ok(e.clone());
             }
         }
@@ -107,7 +108,7 @@ impl FileSearchRouter {
             }
             None => return Err(ResolveError::Unknown(id.to_string())),
         };
-        match remote.has_store(id).await {
+        match remote.has_store(project, id).await {
             Ok(true) => Ok(remote),
             Ok(false) => Err(ResolveError::Unknown(id.to_string())),
             Err(why) => {

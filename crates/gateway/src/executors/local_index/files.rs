@@ -140,6 +140,7 @@ impl LocalIndex {
     /// Makes `upload` durable and records it (`filename`, `purpose`, `expires_at` Unix s).
     pub async fn create_file(
         &self,
+        project: &str,
         mut upload: Upload,
         filename: &str,
         purpose: &str,
@@ -166,7 +167,7 @@ impl LocalIndex {
             expires_at,
         };
         let inserted = sqlx::query(
-            "INSERT INTO files (id, filename, purpose, bytes, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO files (id, filename, purpose, bytes, created_at, expires_at, project) VALUES (?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&rec.id)
         .bind(&rec.filename)
@@ -174,6 +175,7 @@ impl LocalIndex {
         .bind(rec.bytes)
         .bind(rec.created_at)
         .bind(rec.expires_at)
+        .bind(project)
         .execute(&self.pool)
         .await;
         if let Err(e) = inserted {
@@ -183,40 +185,49 @@ impl LocalIndex {
         Ok(rec)
     }
 
-    /// The file `id` (404 when unknown).
-    pub async fn file(&self, id: &str) -> Result<FileRecord, IndexError> {
+    /// The file `id` of `project` (404 when unknown, or another project's).
+    pub async fn file(&self, project: &str, id: &str) -> Result<FileRecord, IndexError> {
         self.ready().await?;
-        let row = sqlx::query("SELECT * FROM files WHERE id = ?").bind(id).fetch_optional(&self.pool).await?;
+        let row = sqlx::query("SELECT * FROM files WHERE id = ? AND project = ?")
+            .bind(id)
+            .bind(project)
+            .fetch_optional(&self.pool)
+            .await?;
         match row {
             Some(r) => Ok(file_row(&r)?),
             None => Err(IndexError::NotFound { what: "file", id: id.to_string() }),
         }
     }
 
-    /// Files, optionally only those with `purpose`.
-    pub async fn list_files(&self, purpose: Option<&str>, p: &ListParams) -> Result<Listed<FileRecord>, IndexError> {
+    /// The files of `project`, optionally only those with `purpose`.
+    pub async fn list_files(&self, project: &str, purpose: Option<&str>, p: &ListParams) -> Result<Listed<FileRecord>, IndexError> {
         self.ready().await?;
-        let seq = "SELECT seq FROM files WHERE id = ?";
-        let after = cursor(&self.pool, seq, &p.after, None, "after").await?;
-        let before = cursor(&self.pool, seq, &p.before, None, "before").await?;
-        let sql = format!("SELECT * FROM files WHERE (?1 IS NULL OR purpose = ?1){}", page_sql(p, after, before));
-        let rows = sqlx::query(&sql).bind(purpose).fetch_all(&self.pool).await?;
+        let seq = "SELECT seq FROM files WHERE id = ? AND project = ?";
+        let after = cursor(&self.pool, seq, &p.after, Some(project), "after").await?;
+        let before = cursor(&self.pool, seq, &p.before, Some(project), "before").await?;
+        let sql = format!("SELECT * FROM files WHERE project = ?2 AND (?1 IS NULL OR purpose = ?1){}", page_sql(p, after, before));
+        let rows = sqlx::query(&sql).bind(purpose).bind(project).fetch_all(&self.pool).await?;
         let items = rows.iter().map(file_row).collect::<Result<Vec<_>, _>>()?;
         Ok(listed(items, p.limit))
     }
 
     /// The file's record and bytes.
-    pub async fn file_content(&self, id: &str) -> Result<(FileRecord, Vec<u8>), IndexError> {
-        let rec = self.file(id).await?;
+    pub async fn file_content(&self, project: &str, id: &str) -> Result<(FileRecord, Vec<u8>), IndexError> {
+        let rec = self.file(project, id).await?;
         let bytes = tokio::fs::read(self.files_dir().join(&rec.id)).await?;
         Ok((rec, bytes))
     }
 
     /// Deletes the file, its attachments and its chunks in every store, then its bytes.
-    pub async fn delete_file(&self, id: &str) -> Result<(), IndexError> {
+    pub async fn delete_file(&self, project: &str, id: &str) -> Result<(), IndexError> {
         self.ready().await?;
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
-        let gone = sqlx::query("DELETE FROM files WHERE id = ?").bind(id).execute(&mut *tx).await?.rows_affected();
+        let gone = sqlx::query("DELETE FROM files WHERE id = ? AND project = ?")
+            .bind(id)
+            .bind(project)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
         if gone == 0 {
             return Err(IndexError::NotFound { what: "file", id: id.to_string() });
         }

@@ -218,10 +218,10 @@ impl VectorStoreBackend for LocalIndex {
         "embedded"
     }
 
-    fn has_store<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, String>> {
+    fn has_store<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<bool, String>> {
         Box::pin(async move {
             self.ready().await.map_err(|e| e.to_string())?;
-            stores::exists(&self.pool, id).await.map_err(|e| IndexError::from(e).to_string())
+            stores::exists(&self.pool, project, id).await.map_err(|e| IndexError::from(e).to_string())
         })
     }
 

@@ -4,7 +4,8 @@
 //! id's letters and digits, one token) lets a query match inside one store only, so a search
 //! costs what its own store holds, not what the whole index holds.
 //!
-//! Tables: `files` (uploaded files; bytes on disk under `files/<id>`), `vector_stores`,
+//! Tables: `files` (uploaded files; bytes on disk under `files/<id>`), `vector_stores` (both
+//! with the `project` that owns them, added to older indexes at open),
 //! `store_files` (a file attached to a store: status, `last_error`, attributes, chunking,
 //! usage bytes), `chunks` (text, and when embeddings are configured an `f32` little-endian
 //! vector with the model that made it).
@@ -82,6 +83,16 @@ pub async fn create(pool: &SqlitePool) -> Result<(), sqlx::Error> {
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
     for stmt in SCHEMA {
         sqlx::query(stmt).execute(&mut *tx).await?;
+    }
+    // Tenants (issue 20): files and stores belong to a project; an index made before keys
+    // existed gets the column, and its rows belong to the default project.
+    for table in ["files", "vector_stores"] {
+        let has: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM pragma_table_info('{table}') WHERE name = 'project'"))
+            .fetch_one(&mut *tx)
+            .await?;
+        if has == 0 {
+            sqlx::query(&format!("ALTER TABLE {table} ADD COLUMN project TEXT NOT NULL DEFAULT 'default'")).execute(&mut *tx).await?;
+        }
     }
     tx.commit().await
 }

@@ -250,7 +250,7 @@ impl LocalIndex {
             .filter(|(_, h)| h.score >= req.score_threshold && h.score > 0.0)
             .collect();
         // Hits prove the store exists; only an empty answer needs the check.
-        if out.is_empty() && !stores::exists(&self.pool, store_id).await? {
+        if out.is_empty() && !stores::exists_any(&self.pool, store_id).await? {
             return Err(IndexError::NotFound { what: "vector_store", id: store_id.to_string() });
         }
         out.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then(a.0.cmp(&b.0)));

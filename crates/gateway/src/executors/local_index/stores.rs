@@ -131,8 +131,18 @@ fn store_file_row(r: &SqliteRow) -> Result<StoreFileRecord, sqlx::Error> {
     })
 }
 
-/// Whether the store `id` exists.
-pub(super) async fn exists(pool: &SqlitePool, id: &str) -> Result<bool, sqlx::Error> {
+/// Whether the store `id` of `project` exists.
+pub(super) async fn exists(pool: &SqlitePool, project: &str, id: &str) -> Result<bool, sqlx::Error> {
+    let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM vector_stores WHERE id = ? AND project = ?")
+        .bind(id)
+        .bind(project)
+        .fetch_one(pool)
+        .await?;
+    Ok(n > 0)
+}
+
+/// Whether the store `id` exists in any project (a search, once its store was resolved).
+pub(super) async fn exists_any(pool: &SqlitePool, id: &str) -> Result<bool, sqlx::Error> {
     let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM vector_stores WHERE id = ?").bind(id).fetch_one(pool).await?;
     Ok(n > 0)
 }
@@ -147,18 +157,19 @@ fn not_found(id: &str) -> IndexError {
 }
 
 impl LocalIndex {
-    /// Creates a store and attaches `file_ids` (each must exist: else 404, nothing created).
-    pub async fn create_store(&self, new: NewStore) -> Result<StoreRecord, IndexError> {
+    /// Creates a store of `project` and attaches `file_ids` (each must be a file of the
+    /// project: else 404, nothing created).
+    pub async fn create_store(&self, project: &str, new: NewStore) -> Result<StoreRecord, IndexError> {
         self.ready().await?;
         for f in &new.file_ids {
-            self.file(f).await?;
+            self.file(project, f).await?;
         }
         let id = format!("vs_{:032x}", rand::random::<u128>());
         let at = now();
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
         sqlx::query(
-            "INSERT INTO vector_stores (id, name, description, created_at, last_active_at, metadata, expires_after)
-             VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO vector_stores (id, name, description, created_at, last_active_at, metadata, expires_after, project)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&id)
         .bind(&new.name)
@@ -167,6 +178,7 @@ impl LocalIndex {
         .bind(at)
         .bind(Value::Object(new.metadata).to_string())
         .bind(new.expires_after.map(|e| e.to_string()))
+        .bind(project)
         .execute(&mut *tx)
         .await?;
         for f in &new.file_ids {
@@ -176,55 +188,65 @@ impl LocalIndex {
         for f in new.file_ids {
             self.spawn_ingest(id.clone(), f);
         }
-        self.store(&id).await
+        self.store(project, &id).await
     }
 
-    /// The store `id` (404 when unknown).
-    pub async fn store(&self, id: &str) -> Result<StoreRecord, IndexError> {
+    /// The store `id` of `project` (404 when unknown, or another project's).
+    pub async fn store(&self, project: &str, id: &str) -> Result<StoreRecord, IndexError> {
         self.ready().await?;
-        let row = sqlx::query(&format!("{STORE_SELECT} WHERE v.id = ?")).bind(id).fetch_optional(&self.pool).await?;
+        let row = sqlx::query(&format!("{STORE_SELECT} WHERE v.id = ? AND v.project = ?"))
+            .bind(id)
+            .bind(project)
+            .fetch_optional(&self.pool)
+            .await?;
         match row {
             Some(r) => Ok(store_row(&r)?),
             None => Err(not_found(id)),
         }
     }
 
-    /// Stores, one page.
-    pub async fn list_stores(&self, p: &ListParams) -> Result<Listed<StoreRecord>, IndexError> {
+    /// The stores of `project`, one page.
+    pub async fn list_stores(&self, project: &str, p: &ListParams) -> Result<Listed<StoreRecord>, IndexError> {
         self.ready().await?;
-        let seq = "SELECT seq FROM vector_stores WHERE id = ?";
-        let after = cursor(&self.pool, seq, &p.after, None, "after").await?;
-        let before = cursor(&self.pool, seq, &p.before, None, "before").await?;
-        let sql = format!("{STORE_SELECT} WHERE 1 = 1{}", page_sql(p, after, before).replace("seq", "v.seq"));
-        let rows = sqlx::query(&sql).fetch_all(&self.pool).await?;
+        let seq = "SELECT seq FROM vector_stores WHERE id = ? AND project = ?";
+        let after = cursor(&self.pool, seq, &p.after, Some(project), "after").await?;
+        let before = cursor(&self.pool, seq, &p.before, Some(project), "before").await?;
+        let sql = format!("{STORE_SELECT} WHERE v.project = ?{}", page_sql(p, after, before).replace("seq", "v.seq"));
+        let rows = sqlx::query(&sql).bind(project).fetch_all(&self.pool).await?;
         Ok(listed(rows.iter().map(store_row).collect::<Result<Vec<_>, _>>()?, p.limit))
     }
 
     /// Updates name, metadata or expiry.
-    pub async fn update_store(&self, id: &str, u: StoreUpdate) -> Result<StoreRecord, IndexError> {
+    pub async fn update_store(&self, project: &str, id: &str, u: StoreUpdate) -> Result<StoreRecord, IndexError> {
         self.ready().await?;
         let done = sqlx::query(
             "UPDATE vector_stores SET name = COALESCE(?, name), metadata = COALESCE(?, metadata),
-             expires_after = COALESCE(?, expires_after), last_active_at = ? WHERE id = ?",
+             expires_after = COALESCE(?, expires_after), last_active_at = ? WHERE id = ? AND project = ?",
         )
         .bind(u.name)
         .bind(u.metadata.map(|m| Value::Object(m).to_string()))
         .bind(u.expires_after.map(|e| e.to_string()))
         .bind(now())
         .bind(id)
+        .bind(project)
         .execute(&self.pool)
         .await?;
         if done.rows_affected() == 0 {
             return Err(not_found(id));
         }
-        self.store(id).await
+        self.store(project, id).await
     }
 
     /// Deletes the store, its attachments and chunks (the files themselves stay).
-    pub async fn delete_store(&self, id: &str) -> Result<(), IndexError> {
+    pub async fn delete_store(&self, project: &str, id: &str) -> Result<(), IndexError> {
         self.ready().await?;
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
-        let gone = sqlx::query("DELETE FROM vector_stores WHERE id = ?").bind(id).execute(&mut *tx).await?.rows_affected();
+        let gone = sqlx::query("DELETE FROM vector_stores WHERE id = ? AND project = ?")
+            .bind(id)
+            .bind(project)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
         if gone == 0 {
             return Err(not_found(id));
         }
@@ -238,27 +260,31 @@ impl LocalIndex {
     /// new attributes and chunking). 404 for an unknown store or file.
     pub async fn attach(
         &self,
+        project: &str,
         store_id: &str,
         file_id: &str,
         attributes: &Map<String, Value>,
         chunking: Chunking,
     ) -> Result<StoreFileRecord, IndexError> {
         self.ready().await?;
-        if !exists(&self.pool, store_id).await? {
+        if !exists(&self.pool, project, store_id).await? {
             return Err(not_found(store_id));
         }
-        self.file(file_id).await?;
+        self.file(project, file_id).await?;
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
         upsert_store_file(&mut tx, store_id, file_id, attributes, chunking).await?;
         sqlx::query("UPDATE vector_stores SET last_active_at = ? WHERE id = ?").bind(now()).bind(store_id).execute(&mut *tx).await?;
         tx.commit().await?;
         self.spawn_ingest(store_id.to_string(), file_id.to_string());
-        self.store_file(store_id, file_id).await
+        self.store_file(project, store_id, file_id).await
     }
 
-    /// One attachment (404 for an unknown store, or a file not in it).
-    pub async fn store_file(&self, store_id: &str, file_id: &str) -> Result<StoreFileRecord, IndexError> {
+    /// One attachment (404 for an unknown store or another project's, or a file not in it).
+    pub async fn store_file(&self, project: &str, store_id: &str, file_id: &str) -> Result<StoreFileRecord, IndexError> {
         self.ready().await?;
+        if !exists(&self.pool, project, store_id).await? {
+            return Err(not_found(store_id));
+        }
         let row = sqlx::query("SELECT * FROM store_files WHERE store_id = ? AND file_id = ?")
             .bind(store_id)
             .bind(file_id)
@@ -266,7 +292,6 @@ impl LocalIndex {
             .await?;
         match row {
             Some(r) => Ok(store_file_row(&r)?),
-            None if !exists(&self.pool, store_id).await? => Err(not_found(store_id)),
             None => Err(IndexError::NotFound { what: "vector_store_file", id: file_id.to_string() }),
         }
     }
@@ -274,12 +299,13 @@ impl LocalIndex {
     /// A store's files, optionally only those with `status`.
     pub async fn list_store_files(
         &self,
+        project: &str,
         store_id: &str,
         status: Option<&str>,
         p: &ListParams,
     ) -> Result<Listed<StoreFileRecord>, IndexError> {
         self.ready().await?;
-        if !exists(&self.pool, store_id).await? {
+        if !exists(&self.pool, project, store_id).await? {
             return Err(not_found(store_id));
         }
         let seq = "SELECT seq FROM store_files WHERE file_id = ? AND store_id = ?";
@@ -296,23 +322,24 @@ impl LocalIndex {
     /// Replaces an attachment's attributes (searches see them at once).
     pub async fn update_store_file(
         &self,
+        project: &str,
         store_id: &str,
         file_id: &str,
         attributes: &Map<String, Value>,
     ) -> Result<StoreFileRecord, IndexError> {
-        self.ready().await?;
+        self.store_file(project, store_id, file_id).await?;
         sqlx::query("UPDATE store_files SET attributes = ? WHERE store_id = ? AND file_id = ?")
             .bind(Value::Object(attributes.clone()).to_string())
             .bind(store_id)
             .bind(file_id)
             .execute(&self.pool)
             .await?;
-        self.store_file(store_id, file_id).await
+        self.store_file(project, store_id, file_id).await
     }
 
     /// Detaches the file from the store and drops its chunks there (the file stays).
-    pub async fn detach(&self, store_id: &str, file_id: &str) -> Result<(), IndexError> {
-        self.store_file(store_id, file_id).await?;
+    pub async fn detach(&self, project: &str, store_id: &str, file_id: &str) -> Result<(), IndexError> {
+        self.store_file(project, store_id, file_id).await?;
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
         sqlx::query("DELETE FROM store_files WHERE store_id = ? AND file_id = ?").bind(store_id).bind(file_id).execute(&mut *tx).await?;
         sqlx::query("DELETE FROM chunks WHERE store_id = ? AND file_id = ?").bind(store_id).bind(file_id).execute(&mut *tx).await?;
@@ -321,8 +348,8 @@ impl LocalIndex {
     }
 
     /// The chunk texts of an attachment, in order (`…/files/{file_id}/content`).
-    pub async fn store_file_chunks(&self, store_id: &str, file_id: &str) -> Result<Vec<String>, IndexError> {
-        self.store_file(store_id, file_id).await?;
+    pub async fn store_file_chunks(&self, project: &str, store_id: &str, file_id: &str) -> Result<Vec<String>, IndexError> {
+        self.store_file(project, store_id, file_id).await?;
         let texts = sqlx::query_scalar("SELECT text FROM chunks WHERE store_id = ? AND file_id = ? ORDER BY position")
             .bind(store_id)
             .bind(file_id)

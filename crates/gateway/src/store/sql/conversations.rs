@@ -22,9 +22,10 @@ fn ttl(ms: u64) -> i64 {
 }
 
 impl SqlStore {
-    async fn exists(&self, id: &str) -> Result<bool, StoreError> {
-        let row = sqlx::query("SELECT 1 FROM conversations WHERE id = $1")
+    async fn exists(&self, project: &str, id: &str) -> Result<bool, StoreError> {
+        let row = sqlx::query("SELECT 1 FROM conversations WHERE id = $1 AND project = $2")
             .bind(id)
+            .bind(project)
             .fetch_optional(&self.pool)
             .await
             .map_err(db_err)?;
@@ -35,12 +36,13 @@ impl SqlStore {
         let c = &new.conversation;
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         sqlx::query(
-            "INSERT INTO conversations (id, created_at, metadata, version, next_seq) VALUES ($1, $2, $3, 0, $4)",
+            "INSERT INTO conversations (id, created_at, metadata, version, next_seq, project) VALUES ($1, $2, $3, 0, $4, $5)",
         )
         .bind(&c.id)
         .bind(c.created_at)
         .bind(to_json(&c.metadata)?)
         .bind(count(new.items.len()))
+        .bind(&new.project)
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
@@ -49,13 +51,14 @@ impl SqlStore {
         Ok(())
     }
 
-    pub(super) async fn conversation_of(&self, id: &str) -> Result<Option<Conversation>, StoreError> {
+    pub(super) async fn conversation_of(&self, project: &str, id: &str) -> Result<Option<Conversation>, StoreError> {
         let row = sqlx::query(
             "SELECT created_at, length(metadata), CASE WHEN length(metadata) <= $2 THEN metadata END \
-             FROM conversations WHERE id = $1",
+             FROM conversations WHERE id = $1 AND project = $3",
         )
         .bind(id)
         .bind(self.max_chars)
+        .bind(project)
         .fetch_optional(&self.pool)
         .await
         .map_err(db_err)?;
@@ -68,34 +71,39 @@ impl SqlStore {
 
     pub(super) async fn set_metadata(
         &self,
+        project: &str,
         id: &str,
         metadata: BTreeMap<String, String>,
     ) -> Result<Option<Conversation>, StoreError> {
-        let done = sqlx::query("UPDATE conversations SET metadata = $2 WHERE id = $1")
+        let done = sqlx::query("UPDATE conversations SET metadata = $2 WHERE id = $1 AND project = $3")
             .bind(id)
             .bind(to_json(&metadata)?)
+            .bind(project)
             .execute(&self.pool)
             .await
             .map_err(db_err)?;
         if done.rows_affected() == 0 {
             return Ok(None);
         }
-        self.conversation_of(id).await
+        self.conversation_of(project, id).await
     }
 
     /// Deletes a conversation unless a turn holds its lease: then `LeaseLost` (409
     /// `conversation_locked`), so a running turn never loses its conversation under it.
-    pub(super) async fn delete_conversation_rows(&self, id: &str) -> Result<bool, StoreError> {
+    pub(super) async fn delete_conversation_rows(&self, project: &str, id: &str) -> Result<bool, StoreError> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let done = sqlx::query("DELETE FROM conversations WHERE id = $1 AND (lease_owner IS NULL OR lease_until < $2)")
+        let done = sqlx::query(
+            "DELETE FROM conversations WHERE id = $1 AND project = $3 AND (lease_owner IS NULL OR lease_until < $2)",
+        )
             .bind(id)
             .bind(now_ms())
+            .bind(project)
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
         if done.rows_affected() == 0 {
             tx.rollback().await.map_err(db_err)?;
-            return if self.exists(id).await? { Err(StoreError::LeaseLost) } else { Ok(false) };
+            return if self.exists(project, id).await? { Err(StoreError::LeaseLost) } else { Ok(false) };
         }
         sqlx::query("DELETE FROM conversation_items WHERE conversation_id = $1")
             .bind(id)
@@ -108,12 +116,15 @@ impl SqlStore {
 
     /// Appends under a fresh `seq` range (`next_seq` is advanced first, which also takes
     /// the row's write lock) and bumps `version`, so a stored transcript is no longer used.
-    pub(super) async fn append_items(&self, id: &str, items: Vec<Value>) -> Result<bool, StoreError> {
+    pub(super) async fn append_items(&self, project: &str, id: &str, items: Vec<Value>) -> Result<bool, StoreError> {
         let n = count(items.len());
         let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let done = sqlx::query("UPDATE conversations SET next_seq = next_seq + $2, version = version + 1 WHERE id = $1")
+        let done = sqlx::query(
+            "UPDATE conversations SET next_seq = next_seq + $2, version = version + 1 WHERE id = $1 AND project = $3",
+        )
             .bind(id)
             .bind(n)
+            .bind(project)
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
@@ -130,8 +141,8 @@ impl SqlStore {
         Ok(true)
     }
 
-    pub(super) async fn items_page(&self, id: &str, q: &ListQuery) -> Result<Option<Page>, StoreError> {
-        if !self.exists(id).await? {
+    pub(super) async fn items_page(&self, project: &str, id: &str, q: &ListQuery) -> Result<Option<Page>, StoreError> {
+        if !self.exists(project, id).await? {
             return Ok(None);
         }
         let after_seq = match &q.after {
@@ -180,7 +191,10 @@ impl SqlStore {
         Ok(Some(Page { data, has_more }))
     }
 
-    pub(super) async fn item_of(&self, id: &str, item_id: &str) -> Result<Lookup<Value>, StoreError> {
+    pub(super) async fn item_of(&self, project: &str, id: &str, item_id: &str) -> Result<Lookup<Value>, StoreError> {
+        if !self.exists(project, id).await? {
+            return Ok(Lookup::NoConversation);
+        }
         let row = sqlx::query(
             "SELECT id, length(item), CASE WHEN length(item) <= $3 THEN item END FROM conversation_items \
              WHERE conversation_id = $1 AND id = $2",
@@ -193,12 +207,14 @@ impl SqlStore {
         .map_err(db_err)?;
         match row {
             Some(row) => Ok(Lookup::Found(item_from_row(&row)?)),
-            None if self.exists(id).await? => Ok(Lookup::NoItem),
-            None => Ok(Lookup::NoConversation),
+            None => Ok(Lookup::NoItem),
         }
     }
 
-    pub(super) async fn delete_item_row(&self, id: &str, item_id: &str) -> Result<Lookup<Conversation>, StoreError> {
+    pub(super) async fn delete_item_row(&self, project: &str, id: &str, item_id: &str) -> Result<Lookup<Conversation>, StoreError> {
+        if !self.exists(project, id).await? {
+            return Ok(Lookup::NoConversation);
+        }
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         let done = sqlx::query("DELETE FROM conversation_items WHERE conversation_id = $1 AND id = $2")
             .bind(id)
@@ -208,7 +224,7 @@ impl SqlStore {
             .map_err(db_err)?;
         if done.rows_affected() == 0 {
             tx.rollback().await.map_err(db_err)?;
-            return Ok(if self.exists(id).await? { Lookup::NoItem } else { Lookup::NoConversation });
+            return Ok(if self.exists(project, id).await? { Lookup::NoItem } else { Lookup::NoConversation });
         }
         sqlx::query("UPDATE conversations SET version = version + 1 WHERE id = $1")
             .bind(id)
@@ -216,7 +232,7 @@ impl SqlStore {
             .await
             .map_err(db_err)?;
         tx.commit().await.map_err(db_err)?;
-        Ok(match self.conversation_of(id).await? {
+        Ok(match self.conversation_of(project, id).await? {
             Some(c) => Lookup::Found(c),
             None => Lookup::NoConversation,
         })
@@ -225,21 +241,22 @@ impl SqlStore {
     /// One conditional UPDATE: free or expired → ours. PostgreSQL re-checks the condition
     /// after a concurrent writer commits, SQLite serialises writers, so exactly one of two
     /// racing turns wins.
-    pub(super) async fn take_lease(&self, id: &str, owner: &str, ttl_ms: u64) -> Result<LeaseOutcome, StoreError> {
+    pub(super) async fn take_lease(&self, project: &str, id: &str, owner: &str, ttl_ms: u64) -> Result<LeaseOutcome, StoreError> {
         let done = sqlx::query(
             "UPDATE conversations SET lease_owner = $2, lease_until = $3 \
-             WHERE id = $1 AND (lease_owner IS NULL OR lease_until < $4)",
+             WHERE id = $1 AND project = $5 AND (lease_owner IS NULL OR lease_until < $4)",
         )
         .bind(id)
         .bind(owner)
         .bind(ttl(ttl_ms))
         .bind(now_ms())
+        .bind(project)
         .execute(&self.pool)
         .await
         .map_err(db_err)?;
         if done.rows_affected() > 0 {
             Ok(LeaseOutcome::Acquired)
-        } else if self.exists(id).await? {
+        } else if self.exists(project, id).await? {
             Ok(LeaseOutcome::Busy)
         } else {
             Ok(LeaseOutcome::NotFound)
@@ -269,13 +286,14 @@ impl SqlStore {
 
     /// The stored transcript when no item changed since the last turn (`transcript_version =
     /// version`), else every item in order.
-    pub(super) async fn context_of(&self, id: &str) -> Result<Option<ConversationContext>, StoreError> {
+    pub(super) async fn context_of(&self, project: &str, id: &str) -> Result<Option<ConversationContext>, StoreError> {
         let row = sqlx::query(
             "SELECT version, transcript_version, length(transcript), \
-             CASE WHEN length(transcript) <= $2 THEN transcript END FROM conversations WHERE id = $1",
+             CASE WHEN length(transcript) <= $2 THEN transcript END FROM conversations WHERE id = $1 AND project = $3",
         )
         .bind(id)
         .bind(self.max_chars)
+        .bind(project)
         .fetch_optional(&self.pool)
         .await
         .map_err(db_err)?;

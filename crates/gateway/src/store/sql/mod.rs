@@ -47,6 +47,13 @@ impl MigrationSource<'static> for Embedded {
                     Cow::Borrowed(include_str!("../../../migrations/0002_tool_results.sql")),
                     false,
                 ),
+                Migration::new(
+                    3,
+                    Cow::Borrowed("projects"),
+                    MigrationType::Simple,
+                    Cow::Borrowed(include_str!("../../../migrations/0003_projects.sql")),
+                    false,
+                ),
             ])
         })
     }
@@ -275,24 +282,24 @@ impl Store for SqlStore {
         })
     }
 
-    fn transcript<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Transcript>, StoreError>> {
-        Box::pin(self.transcript_of(id))
+    fn transcript<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<Transcript>, StoreError>> {
+        Box::pin(self.transcript_of(project, id))
     }
 
-    fn response<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
-        Box::pin(self.response_of(id))
+    fn response<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
+        Box::pin(self.response_of(project, id))
     }
 
-    fn delete_response<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
-        Box::pin(self.delete_response_row(id))
+    fn delete_response<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(self.delete_response_row(project, id))
     }
 
-    fn tool_results<'a>(&'a self, item_ids: &'a [String]) -> BoxFuture<'a, Result<super::PrivateResults, StoreError>> {
-        Box::pin(self.tool_results_of(item_ids))
+    fn tool_results<'a>(&'a self, project: &'a str, item_ids: &'a [String]) -> BoxFuture<'a, Result<super::PrivateResults, StoreError>> {
+        Box::pin(self.tool_results_of(project, item_ids))
     }
 
-    fn input_items<'a>(&'a self, id: &'a str, q: &'a ListQuery) -> BoxFuture<'a, Result<Option<Page>, StoreError>> {
-        Box::pin(self.input_items_of(id, q))
+    fn input_items<'a>(&'a self, project: &'a str, id: &'a str, q: &'a ListQuery) -> BoxFuture<'a, Result<Option<Page>, StoreError>> {
+        Box::pin(self.input_items_of(project, id, q))
     }
 
     fn save_turn(&self, turn: TurnRecord) -> BoxFuture<'_, Result<(), StoreError>> {
@@ -303,40 +310,41 @@ impl Store for SqlStore {
         Box::pin(self.insert_conversation(new))
     }
 
-    fn conversation<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Conversation>, StoreError>> {
-        Box::pin(self.conversation_of(id))
+    fn conversation<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<Conversation>, StoreError>> {
+        Box::pin(self.conversation_of(project, id))
     }
 
     fn update_conversation<'a>(
         &'a self,
+        project: &'a str,
         id: &'a str,
         metadata: BTreeMap<String, String>,
     ) -> BoxFuture<'a, Result<Option<Conversation>, StoreError>> {
-        Box::pin(self.set_metadata(id, metadata))
+        Box::pin(self.set_metadata(project, id, metadata))
     }
 
-    fn delete_conversation<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
-        Box::pin(self.delete_conversation_rows(id))
+    fn delete_conversation<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(self.delete_conversation_rows(project, id))
     }
 
-    fn add_items<'a>(&'a self, id: &'a str, items: Vec<Value>) -> BoxFuture<'a, Result<bool, StoreError>> {
-        Box::pin(self.append_items(id, items))
+    fn add_items<'a>(&'a self, project: &'a str, id: &'a str, items: Vec<Value>) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(self.append_items(project, id, items))
     }
 
-    fn list_items<'a>(&'a self, id: &'a str, q: &'a ListQuery) -> BoxFuture<'a, Result<Option<Page>, StoreError>> {
-        Box::pin(self.items_page(id, q))
+    fn list_items<'a>(&'a self, project: &'a str, id: &'a str, q: &'a ListQuery) -> BoxFuture<'a, Result<Option<Page>, StoreError>> {
+        Box::pin(self.items_page(project, id, q))
     }
 
-    fn item<'a>(&'a self, id: &'a str, item_id: &'a str) -> BoxFuture<'a, Result<Lookup<Value>, StoreError>> {
-        Box::pin(self.item_of(id, item_id))
+    fn item<'a>(&'a self, project: &'a str, id: &'a str, item_id: &'a str) -> BoxFuture<'a, Result<Lookup<Value>, StoreError>> {
+        Box::pin(self.item_of(project, id, item_id))
     }
 
-    fn delete_item<'a>(&'a self, id: &'a str, item_id: &'a str) -> BoxFuture<'a, Result<Lookup<Conversation>, StoreError>> {
-        Box::pin(self.delete_item_row(id, item_id))
+    fn delete_item<'a>(&'a self, project: &'a str, id: &'a str, item_id: &'a str) -> BoxFuture<'a, Result<Lookup<Conversation>, StoreError>> {
+        Box::pin(self.delete_item_row(project, id, item_id))
     }
 
-    fn lease<'a>(&'a self, id: &'a str, owner: &'a str, ttl_ms: u64) -> BoxFuture<'a, Result<LeaseOutcome, StoreError>> {
-        Box::pin(self.take_lease(id, owner, ttl_ms))
+    fn lease<'a>(&'a self, project: &'a str, id: &'a str, owner: &'a str, ttl_ms: u64) -> BoxFuture<'a, Result<LeaseOutcome, StoreError>> {
+        Box::pin(self.take_lease(project, id, owner, ttl_ms))
     }
 
     fn renew_lease<'a>(&'a self, id: &'a str, owner: &'a str, ttl_ms: u64) -> BoxFuture<'a, Result<bool, StoreError>> {
@@ -347,8 +355,8 @@ impl Store for SqlStore {
         Box::pin(self.drop_lease(id, owner))
     }
 
-    fn conversation_context<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<ConversationContext>, StoreError>> {
-        Box::pin(self.context_of(id))
+    fn conversation_context<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<ConversationContext>, StoreError>> {
+        Box::pin(self.context_of(project, id))
     }
 }
 

@@ -22,13 +22,13 @@ impl Column {
     fn sql(self) -> &'static str {
         match self {
             Column::Response => {
-                "SELECT length(response), CASE WHEN length(response) <= $2 THEN response END FROM responses WHERE id = $1"
+                "SELECT length(response), CASE WHEN length(response) <= $2 THEN response END FROM responses WHERE id = $1 AND project = $3"
             }
             Column::InputItems => {
-                "SELECT length(input_items), CASE WHEN length(input_items) <= $2 THEN input_items END FROM responses WHERE id = $1"
+                "SELECT length(input_items), CASE WHEN length(input_items) <= $2 THEN input_items END FROM responses WHERE id = $1 AND project = $3"
             }
             Column::Transcript => {
-                "SELECT length(transcript), CASE WHEN length(transcript) <= $2 THEN transcript END FROM responses WHERE id = $1"
+                "SELECT length(transcript), CASE WHEN length(transcript) <= $2 THEN transcript END FROM responses WHERE id = $1 AND project = $3"
             }
         }
     }
@@ -43,10 +43,11 @@ impl Column {
 }
 
 impl SqlStore {
-    async fn column(&self, id: &str, col: Column) -> Result<Option<String>, StoreError> {
+    async fn column(&self, project: &str, id: &str, col: Column) -> Result<Option<String>, StoreError> {
         let row = sqlx::query(col.sql())
             .bind(id)
             .bind(self.max_chars)
+            .bind(project)
             .fetch_optional(&self.pool)
             .await
             .map_err(db_err)?;
@@ -56,31 +57,42 @@ impl SqlStore {
         limited(len, text, col.what(), id)
     }
 
-    pub(super) async fn transcript_of(&self, id: &str) -> Result<Option<Transcript>, StoreError> {
-        match self.column(id, Column::Transcript).await? {
+    pub(super) async fn transcript_of(&self, project: &str, id: &str) -> Result<Option<Transcript>, StoreError> {
+        match self.column(project, id, Column::Transcript).await? {
             None => Ok(None),
             Some(text) => parse(&text, Column::Transcript.what(), id).map(Some),
         }
     }
 
-    pub(super) async fn response_of(&self, id: &str) -> Result<Option<Value>, StoreError> {
-        match self.column(id, Column::Response).await? {
+    pub(super) async fn response_of(&self, project: &str, id: &str) -> Result<Option<Value>, StoreError> {
+        match self.column(project, id, Column::Response).await? {
             None => Ok(None),
             Some(text) => parse::<Value>(&text, Column::Response.what(), id).map(Some),
         }
     }
 
-    pub(super) async fn delete_response_row(&self, id: &str) -> Result<bool, StoreError> {
-        let done = sqlx::query("DELETE FROM responses WHERE id = $1").bind(id).execute(&self.pool).await.map_err(db_err)?;
-        sqlx::query("DELETE FROM tool_results WHERE response_id = $1").bind(id).execute(&self.pool).await.map_err(db_err)?;
+    pub(super) async fn delete_response_row(&self, project: &str, id: &str) -> Result<bool, StoreError> {
+        let done = sqlx::query("DELETE FROM responses WHERE id = $1 AND project = $2")
+            .bind(id)
+            .bind(project)
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?;
+        sqlx::query("DELETE FROM tool_results WHERE response_id = $1 AND project = $2")
+            .bind(id)
+            .bind(project)
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?;
         Ok(done.rows_affected() > 0)
     }
 
-    pub(super) async fn tool_results_of(&self, item_ids: &[String]) -> Result<HashMap<String, (String, String)>, StoreError> {
+    pub(super) async fn tool_results_of(&self, project: &str, item_ids: &[String]) -> Result<HashMap<String, (String, String)>, StoreError> {
         let mut out = HashMap::new();
         for id in item_ids {
-            let row: Option<(String, String)> = sqlx::query_as("SELECT query, output FROM tool_results WHERE item_id = $1")
+            let row: Option<(String, String)> = sqlx::query_as("SELECT query, output FROM tool_results WHERE item_id = $1 AND project = $2")
                 .bind(id)
+                .bind(project)
                 .fetch_optional(&self.pool)
                 .await
                 .map_err(db_err)?;
@@ -91,8 +103,8 @@ impl SqlStore {
         Ok(out)
     }
 
-    pub(super) async fn input_items_of(&self, id: &str, q: &ListQuery) -> Result<Option<Page>, StoreError> {
-        let Some(text) = self.column(id, Column::InputItems).await? else { return Ok(None) };
+    pub(super) async fn input_items_of(&self, project: &str, id: &str, q: &ListQuery) -> Result<Option<Page>, StoreError> {
+        let Some(text) = self.column(project, id, Column::InputItems).await? else { return Ok(None) };
         let items: Vec<Value> = parse(&text, Column::InputItems.what(), id)?;
         paginate(items, q).map(Some)
     }
@@ -111,7 +123,7 @@ impl SqlStore {
                 } else {
                     let mut tx = self.pool.begin().await.map_err(db_err)?;
                     insert_response(&turn, stored, &transcript).execute(&mut *tx).await.map_err(db_err)?;
-                    insert_tool_results(&mut tx, &turn.response_id, tool_results).await?;
+                    insert_tool_results(&mut tx, &turn.project, &turn.response_id, tool_results).await?;
                     tx.commit().await.map_err(db_err)?;
                 }
             }
@@ -145,7 +157,7 @@ impl SqlStore {
         insert_items(&mut tx, &conv.id, next - n, &conv.items, true).await?;
         if let Some(stored) = &turn.stored {
             insert_response(&turn, stored, &transcript).execute(&mut *tx).await.map_err(db_err)?;
-            insert_tool_results(&mut tx, &turn.response_id, tool_results).await?;
+            insert_tool_results(&mut tx, &turn.project, &turn.response_id, tool_results).await?;
         }
         tx.commit().await.map_err(db_err)?;
         Ok(())
@@ -155,17 +167,20 @@ impl SqlStore {
 /// The `tool_results` rows of a turn (an item id already stored keeps its first row).
 async fn insert_tool_results(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    project: &str,
     response_id: &str,
     results: &[(String, String, String)],
 ) -> Result<(), StoreError> {
     for (item_id, query, output) in results {
         sqlx::query(
-            "INSERT INTO tool_results (item_id, response_id, query, output) VALUES ($1, $2, $3, $4) ON CONFLICT (item_id) DO NOTHING",
+            "INSERT INTO tool_results (item_id, response_id, query, output, project) VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (item_id) DO NOTHING",
         )
             .bind(item_id)
             .bind(response_id)
             .bind(query)
             .bind(output)
+            .bind(project)
             .execute(&mut **tx)
             .await
             .map_err(db_err)?;
@@ -176,8 +191,8 @@ async fn insert_tool_results(
 /// The `responses` row of a turn.
 fn insert_response<'q>(turn: &'q TurnRecord, stored: &'q StoredResponse, transcript: &'q str) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
     sqlx::query(
-        "INSERT INTO responses (id, created_at, status, previous_response_id, conversation_id, response, input_items, transcript) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        "INSERT INTO responses (id, created_at, status, previous_response_id, conversation_id, response, input_items, transcript, project) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
     )
     .bind(&turn.response_id)
     .bind(turn.created_at)
@@ -187,6 +202,7 @@ fn insert_response<'q>(turn: &'q TurnRecord, stored: &'q StoredResponse, transcr
     .bind(stored.response.as_str())
     .bind(stored.input_items.as_str())
     .bind(transcript)
+    .bind(turn.project.as_str())
 }
 
 /// Inserts items at `seq`, `seq + 1`, …; `skip_existing` leaves out ids already present.

@@ -1,0 +1,49 @@
+//! `[limits]` (issue 20 "Limits"): per-key request rate and concurrent streams, the
+//! upstream's in-flight slots and wait queue, and size ceilings of a request. A value of 0
+//! turns a rate, stream or upstream limit off.
+
+use serde::{Deserialize, Serialize};
+
+/// `[limits]`. Refusals are 429 `rate_limit_exceeded` with `Retry-After` (rates, streams,
+/// upstream) or 400 naming the field (sizes); nothing is stored for a refused request.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsConfig {
+    /// Requests per minute per API key, on every `/v1/*` route (GCRA: spread over the
+    /// minute, `burst` at once). Without keys, all callers share one budget. 0: no limit.
+    pub requests_per_minute: u32,
+    /// How many requests a key may send at once before the rate applies; 0: as many as
+    /// `requests_per_minute`.
+    pub burst: u32,
+    /// Streamed `POST /v1/responses` running at once per API key. 0: no limit.
+    pub concurrent_streams: u32,
+    /// Turns using the upstream at once (a turn sends its rounds one at a time, so this
+    /// bounds the upstream's requests in flight). 0: no limit.
+    pub upstream_max_in_flight: usize,
+    /// Turns that may wait for an upstream slot; one more is refused at once. Default 64.
+    pub upstream_queue: usize,
+    /// Longest wait for an upstream slot, milliseconds; then 429. Default 30000.
+    pub upstream_queue_timeout_ms: u64,
+    /// Most `input` items in one request (400 naming `input`). Default 10000.
+    pub max_input_items: usize,
+    /// Most tool declarations in one request (400 naming `tools`). Default 512.
+    pub max_tools: usize,
+    /// Highest `max_output_tokens` a request may ask for (400 naming it). 0: no ceiling.
+    pub max_output_tokens: u64,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        LimitsConfig {
+            requests_per_minute: 0,
+            burst: 0,
+            concurrent_streams: 0,
+            upstream_max_in_flight: 0,
+            upstream_queue: 64,
+            upstream_queue_timeout_ms: 30_000,
+            max_input_items: 10_000,
+            max_tools: 512,
+            max_output_tokens: 0,
+        }
+    }
+}

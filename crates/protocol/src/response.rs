@@ -21,6 +21,20 @@ pub enum ResponseStatus {
     Cancelled,
 }
 
+impl ResponseStatus {
+    /// The wire name, e.g. `completed`, `in_progress`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResponseStatus::Queued => "queued",
+            ResponseStatus::InProgress => "in_progress",
+            ResponseStatus::Completed => "completed",
+            ResponseStatus::Incomplete => "incomplete",
+            ResponseStatus::Failed => "failed",
+            ResponseStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
 /// `usage` (contract §7), token counts summed over every upstream call of the turn.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
@@ -123,4 +137,17 @@ pub struct Response {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConversationRef {
     pub id: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ResponseStatus::{self, *};
+
+    #[test]
+    fn status_names_are_the_wire_names() {
+        for s in [Queued, InProgress, Completed, Incomplete, Failed, Cancelled] {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str(), "{s:?}");
+        }
+        let _: ResponseStatus = serde_json::from_str("\"completed\"").unwrap();
+    }
 }

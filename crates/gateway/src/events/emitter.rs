@@ -139,6 +139,12 @@ impl Emitter {
         self.acc.item(output_index).map(|i| i.id().to_string()).unwrap_or_default()
     }
 
+    /// The id of the last output item (empty if there is none): after a gateway call's
+    /// `start`, its call item's.
+    pub fn last_item_id(&self) -> String {
+        self.next_index().checked_sub(1).map(|i| self.item_id(i)).unwrap_or_default()
+    }
+
     /// `response.output_text.delta` for the message at `output_index`. The hot path: the
     /// frame is written straight from a fixed layout (the same JSON the generic encoder
     /// gives), then folded like any event.

@@ -9,7 +9,7 @@ use metrics::{Counter, Gauge, Histogram, Label};
 use protocol::response::ResponseStatus;
 
 use super::{names, Metrics};
-use crate::turn::observer::{RoundReport, ToolOutcome, ToolReport, TurnInfo, TurnObserver, TurnReport};
+use crate::turn::observer::{RoundReport, ToolReport, TurnInfo, TurnObserver, TurnReport};
 
 /// Records what turns do into [`Metrics`].
 #[derive(Debug)]
@@ -34,14 +34,6 @@ fn status_index(s: ResponseStatus) -> usize {
         ResponseStatus::Cancelled => 3,
         ResponseStatus::InProgress => 4,
         ResponseStatus::Queued => 5,
-    }
-}
-
-fn outcome_label(o: ToolOutcome) -> &'static str {
-    match o {
-        ToolOutcome::Ok => "ok",
-        ToolOutcome::Error => "error",
-        ToolOutcome::Timeout => "timeout",
     }
 }
 
@@ -82,7 +74,7 @@ impl TurnObserver for MetricsObserver {
 
     fn tool_done(&self, _turn: &TurnInfo, report: &ToolReport) {
         let (ty, executor) = (Label::from_static_parts("type", report.tool_type), Label::new("executor", report.executor.clone()));
-        let outcome = Label::from_static_parts("outcome", outcome_label(report.outcome));
+        let outcome = Label::from_static_parts("outcome", report.outcome.as_str());
         self.metrics.counter(names::TOOL_CALLS, vec![ty.clone(), executor.clone(), outcome]).increment(1);
         self.metrics.histogram(names::TOOL_DURATION, vec![ty, executor]).record(report.duration.as_secs_f64());
     }

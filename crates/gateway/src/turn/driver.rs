@@ -2,6 +2,8 @@
 //! transport (DESIGN.md "The three seams"). A stored turn is committed before its terminal
 //! event, so a failed commit still ends a stream with `response.failed`.
 
+use tracing::Instrument;
+
 use crate::events::{Emitter, EventSink};
 use crate::store::StoreError;
 use crate::turn::run::Runner;
@@ -44,7 +46,13 @@ impl Started {
 
     /// Runs the turn to its terminal event, committing it first when it is stored. Errors:
     /// the commit failed (nothing was stored; a stream has ended with `response.failed`).
+    /// Runs in the turn's span ([`turn_span`]), a child of the caller's current span.
     pub async fn run(self, runner: &Runner) -> Result<Outcome, StoreError> {
+        let span = turn_span(&self);
+        self.run_here(runner).instrument(span).await
+    }
+
+    async fn run_here(self, runner: &Runner) -> Result<Outcome, StoreError> {
         let Started { mut prepared, mut emitter } = self;
         let plan = prepared.persist.take();
         let mut outcome = Box::pin(run(*prepared, runner, &mut emitter)).await;
@@ -57,9 +65,38 @@ impl Started {
             }
             Err(e) => {
                 tracing::error!(error = %e, "storing the turn failed");
+                let span = tracing::Span::current();
+                span.record("status", "failed");
+                span.record("error", "store_error");
+                span.record("otel.status_code", "error");
                 emitter.fail_terminal("server_error", COMMIT_FAILED);
                 Err(e)
             }
         }
     }
+}
+
+/// The turn's span, `turn` (INFO): `response_id`, `model` (the Response's), `upstream_model`,
+/// `previous_response_id` and `conversation` when set, `stream`, `store`; at its end
+/// `status` (the Response's), `rounds`, `input_tokens`, `output_tokens`, and on a failed turn
+/// `error` (its code) and `otel.status_code = "error"`. Its rounds' spans (`round`) and their
+/// gateway tool calls' spans (`tool_call`) are its children (`turn::run`, `turn::execute`).
+fn turn_span(turn: &Started) -> tracing::Span {
+    let r = turn.emitter.response();
+    tracing::info_span!(
+        "turn",
+        response_id = %r.id,
+        model = %r.model,
+        upstream_model = %turn.prepared.upstream_model,
+        previous_response_id = r.previous_response_id.as_deref(),
+        conversation = r.conversation.as_ref().map(|c| c.id.as_str()),
+        stream = turn.prepared.stream,
+        store = turn.prepared.persist.is_some(),
+        status = tracing::field::Empty,
+        rounds = tracing::field::Empty,
+        input_tokens = tracing::field::Empty,
+        output_tokens = tracing::field::Empty,
+        error = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+    )
 }

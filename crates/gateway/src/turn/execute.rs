@@ -10,6 +10,7 @@ use futures_util::StreamExt;
 use protocol::response::Usage;
 use serde_json::Value;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::events::citations::Source;
 use crate::events::emitter::Emitter;
@@ -81,46 +82,72 @@ pub struct Observed<'a> {
     pub info: &'a TurnInfo,
 }
 
-/// Runs `calls`. Each is first started (its progress message, streams only, and its item);
-/// then they run in parallel (at most `max_parallel`, each bounded by `timeout`) and each is
-/// finished in call order. A failure or timeout is visible in the item and in the text the
-/// model reads; it is never an empty success. File-search chunks are numbered on from
-/// `files` (the turn's earlier chunks) and appended to it.
+/// Runs `calls`, each with the name the model called it by. Each is first started (its
+/// progress message, streams only, and its item); then they run in parallel (at most
+/// `max_parallel`, each bounded by `timeout`) and each is finished in call order. A failure
+/// or timeout is visible in the item and in the text the model reads; it is never an empty
+/// success. File-search chunks are numbered on from `files` (the turn's earlier chunks) and
+/// appended to it. Each call runs in a `tool_call` span (INFO, a child of the current span):
+/// `tool_type`, `name`, `call_id`, `item_id`, `executor`, and at its end `outcome` (`ok`,
+/// `error`, `timeout`; not `ok`: `otel.status_code = "error"`).
 pub async fn run_calls(
-    mut calls: Vec<Box<dyn Invocation>>,
+    calls: Vec<(String, Box<dyn Invocation>)>,
     emitter: &mut Emitter,
     max_parallel: usize,
     timeout: Duration,
     files: &mut FileSources,
     observed: Observed<'_>,
 ) -> Executed {
-    for c in &mut calls {
-        c.start(emitter);
-    }
+    let mut spans = Vec::with_capacity(calls.len());
+    let calls: Vec<Box<dyn Invocation>> = calls
+        .into_iter()
+        .map(|(name, mut c)| {
+            c.start(emitter);
+            let (tool_type, executor) = c.labels();
+            // The call's item is the last one its `start` added.
+            spans.push(tracing::info_span!(
+                "tool_call",
+                tool_type,
+                name = %name,
+                call_id = c.call_id(),
+                item_id = %emitter.last_item_id(),
+                executor = %executor,
+                outcome = tracing::field::Empty,
+                otel.status_code = tracing::field::Empty,
+            ));
+            c
+        })
+        .collect();
     // The futures own what they need ('static): the calls stay free to be finished.
     let runs: Vec<_> = calls
         .iter()
-        .map(|c| {
+        .zip(&spans)
+        .map(|(c, span)| {
             let run = c.run(timeout);
             async move {
                 let began = Instant::now();
                 let ran: Ran = run.await;
                 (ran, began.elapsed())
             }
+            .instrument(span.clone())
         })
         .collect();
     let mut runs = futures_util::stream::iter(runs).buffered(max_parallel.max(1));
     let mut out = Executed::default();
     // In call order, each as soon as it (and those before it) ran.
-    let mut calls = calls.into_iter();
+    let mut calls = calls.into_iter().zip(spans);
     while let Some((ran, duration)) = runs.next().await {
-        let Some(call) = calls.next() else { break };
+        let Some((call, span)) = calls.next() else { break };
         let (tool_type, executor) = call.labels();
         let outcome = match ran.status {
             RunStatus::Ok => ToolOutcome::Ok,
             RunStatus::Error => ToolOutcome::Error,
             RunStatus::Timeout => ToolOutcome::Timeout,
         };
+        span.record("outcome", outcome.as_str());
+        if outcome != ToolOutcome::Ok {
+            span.record("otel.status_code", "error");
+        }
         observed.observer.tool_done(observed.info, &ToolReport { tool_type, executor, outcome, duration });
         let call_id = call.call_id().to_string();
         let finished = call.finish(ran, emitter, files);

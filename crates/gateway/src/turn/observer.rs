@@ -42,6 +42,17 @@ pub enum ToolOutcome {
     Timeout,
 }
 
+impl ToolOutcome {
+    /// `ok`, `error` or `timeout` (the metrics' `outcome` label, the spans' `outcome`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolOutcome::Ok => "ok",
+            ToolOutcome::Error => "error",
+            ToolOutcome::Timeout => "timeout",
+        }
+    }
+}
+
 /// One gateway tool call, when it ended.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolReport {
@@ -99,3 +110,28 @@ pub trait TurnObserver: Send + Sync + std::fmt::Debug {
 pub struct NoObserver;
 
 impl TurnObserver for NoObserver {}
+
+/// Several observers, each told everything, in order.
+#[derive(Debug, Default)]
+pub struct Fanout(pub Vec<std::sync::Arc<dyn TurnObserver>>);
+
+impl TurnObserver for Fanout {
+    fn turn_started(&self, turn: &TurnInfo) {
+        self.0.iter().for_each(|o| o.turn_started(turn));
+    }
+    fn round_started(&self, turn: &TurnInfo, round: usize) {
+        self.0.iter().for_each(|o| o.round_started(turn, round));
+    }
+    fn first_token(&self, turn: &TurnInfo, after: Duration) {
+        self.0.iter().for_each(|o| o.first_token(turn, after));
+    }
+    fn round_done(&self, turn: &TurnInfo, report: &RoundReport) {
+        self.0.iter().for_each(|o| o.round_done(turn, report));
+    }
+    fn tool_done(&self, turn: &TurnInfo, report: &ToolReport) {
+        self.0.iter().for_each(|o| o.tool_done(turn, report));
+    }
+    fn turn_done(&self, turn: &TurnInfo, report: &TurnReport) {
+        self.0.iter().for_each(|o| o.turn_done(turn, report));
+    }
+}

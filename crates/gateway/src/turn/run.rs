@@ -25,6 +25,7 @@ use crate::turn::observer::{NoObserver, RoundReport, TurnInfo, TurnObserver, Tur
 use crate::upstream::{FinishReason, ModelClient, RoundRequest, UpstreamError, UpstreamEvent};
 use tokio::time::Instant;
 use futures_util::StreamExt;
+use tracing::Instrument;
 
 /// The answer to a gateway call beyond `max_tool_calls`.
 const MAX_TOOL_CALLS: &str = "error: max_tool_calls reached; this call was not executed. Answer with what you have.";
@@ -84,10 +85,13 @@ pub struct Outcome {
 
 /// Runs the turn to its one terminal event and returns the folded Response.
 /// `runner` gives the upstream, the loop's bounds and the observer, which is told of each
-/// round, the first token, each gateway call and the end.
+/// round, the first token, each gateway call and the end. Runs in the turn's span (the
+/// caller's current one, `turn::driver`): each round gets a `round` span under it, and the
+/// turn's result is recorded on it.
 pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outcome {
     let (upstream, limits, observer) = (&*runner.upstream, runner.limits, &*runner.observer);
     let started = Instant::now();
+    let turn_span = tracing::Span::current();
     let info = TurnInfo { response_id: emitter.response().id.clone(), model: turn.upstream_model.clone(), streamed: emitter.has_sink() };
     observer.turn_started(&info);
     let mut first_token = false;
@@ -102,7 +106,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
     emitter.start();
     let mut choice = tools.choice.clone();
     let max_rounds = limits.max_rounds.max(1);
-    let mut done_ctx = Ended { observer, info: &info, started, rounds: 0, upstream_time: Duration::ZERO, tool_time: Duration::ZERO };
+    let mut done_ctx = Ended { observer, info: &info, span: turn_span, started, rounds: 0, upstream_time: Duration::ZERO, tool_time: Duration::ZERO };
     // A strict function's invalid arguments are asked again once per turn.
     let mut strict_retried = false;
     // A forcing `tool_choice` the upstream ignored is asked again once per turn.
@@ -155,6 +159,17 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
             round = round.with_leak_recovery(!json_answer);
         }
         observer.round_started(&info, round_no);
+        // From sending the round to the end of its gateway calls.
+        let round_span = tracing::info_span!(
+            "round",
+            round = round_no,
+            tools = declared.len(),
+            calls = tracing::field::Empty,
+            input_tokens = tracing::field::Empty,
+            output_tokens = tracing::field::Empty,
+            error = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+        );
         done_ctx.rounds = round_no + 1;
         let round_start = Instant::now();
         let mut round_usage = Usage::default();
@@ -177,12 +192,14 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
             }
         };
         let failure = tokio::select! {
-            f = streamed => f,
+            f = streamed.instrument(round_span.clone()) => f,
             () = cancel.cancelled() => {
                 usage.add(&round_usage);
                 let latency = round_start.elapsed();
                 done_ctx.upstream_time += latency;
-                observer.round_done(&info, &RoundReport { round: round_no, latency, usage: round_usage, error: Some("interrupted") });
+                let report = RoundReport { round: round_no, latency, usage: round_usage, error: Some("interrupted") };
+                record_round(&round_span, &report);
+                observer.round_done(&info, &report);
                 close_cut_round(&mut round, offered, emitter, &files, &sources, &mut transcript);
                 return finish(&done_ctx, emitter, transcript, &mut files, Terminal::Interrupted, usage, None);
             }
@@ -191,7 +208,10 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
         let error = failure.as_ref().map(UpstreamError::code);
         let latency = round_start.elapsed();
         done_ctx.upstream_time += latency;
-        observer.round_done(&info, &RoundReport { round: round_no, latency, usage: round_usage, error });
+        let report = RoundReport { round: round_no, latency, usage: round_usage, error };
+        record_round(&round_span, &report);
+        observer.round_done(&info, &report);
+        round_span.record("calls", round.calls.len());
         if let Some(err) = failure {
             // Upstream messages never hold the URL's credentials or the key (`UpstreamError`).
             // Debug-quoted: an upstream message with line breaks cannot forge log lines.
@@ -291,7 +311,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
                     Ok(args) => match entry.tool.bind(&call.call_id, &args, &BindCtx { native: entry.upstream.is_native(), ..bind_ctx }) {
                         Ok(invocation) => {
                             executed += 1;
-                            gateway.push(invocation);
+                            gateway.push((call.name.clone(), invocation));
                         }
                         Err(msg) => answers.push(reject(msg)),
                     },
@@ -300,7 +320,8 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
         }
         let ran_gateway = !gateway.is_empty();
         let tools_start = Instant::now();
-        let done = Box::pin(execute::run_calls(gateway, emitter, limits.max_parallel, limits.call_timeout, &mut files, observed)).await;
+        let calls = execute::run_calls(gateway, emitter, limits.max_parallel, limits.call_timeout, &mut files, observed);
+        let done = Box::pin(calls.instrument(round_span.clone())).await;
         if ran_gateway {
             done_ctx.tool_time += tools_start.elapsed();
         }
@@ -398,10 +419,11 @@ fn push_text(transcript: &mut Transcript, text: String) {
     }
 }
 
-/// What the end of a turn reports to the observer.
+/// What the end of a turn reports to the observer (and records on the turn's span).
 struct Ended<'a> {
     observer: &'a dyn TurnObserver,
     info: &'a TurnInfo,
+    span: tracing::Span,
     started: Instant,
     rounds: usize,
     upstream_time: Duration,
@@ -427,6 +449,25 @@ fn finish(ended: &Ended<'_>, emitter: &mut Emitter, mut transcript: Transcript, 
         upstream_time: ended.upstream_time,
         tool_time: ended.tool_time,
     };
+    let span = &ended.span;
+    span.record("status", response.status.as_str());
+    span.record("rounds", ended.rounds);
+    span.record("input_tokens", report.usage.input_tokens);
+    span.record("output_tokens", report.usage.output_tokens);
+    if let Some(e) = &response.error {
+        span.record("error", e.code.as_str());
+        span.record("otel.status_code", "error");
+    }
     ended.observer.turn_done(ended.info, &report);
     Outcome { response, transcript, upstream_error: err }
+}
+
+/// Records a round's tokens, and its failure, on its span.
+fn record_round(span: &tracing::Span, report: &RoundReport) {
+    span.record("input_tokens", report.usage.input_tokens);
+    span.record("output_tokens", report.usage.output_tokens);
+    if let Some(code) = report.error {
+        span.record("error", code);
+        span.record("otel.status_code", "error");
+    }
 }

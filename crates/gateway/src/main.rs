@@ -5,7 +5,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use responses_gateway::config::telemetry::LogFormat;
 use responses_gateway::config::{Config, Overrides};
+use responses_gateway::telemetry::log::LogGuard;
 
 /// The process's allocator: mimalloc. A tool request allocates ~275 times; glibc's malloc
 /// spent ~19 % of its instructions there (callgrind, bench/instructions.sh).
@@ -45,6 +47,9 @@ struct Common {
     /// TOML configuration file (see docs/config.example.toml).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Log format on stderr: `text`, or `json` (one object per line) [default: log.format, text].
+    #[arg(long, value_name = "FORMAT")]
+    log_format: Option<LogFormat>,
 }
 
 impl Common {
@@ -54,6 +59,7 @@ impl Common {
             upstream_api_key_env: self.upstream_api_key_env.clone(),
             listen: self.listen,
             data_dir: self.data_dir.clone(),
+            log_format: self.log_format,
         };
         Config::load(self.config.as_deref(), &overrides)
     }
@@ -61,37 +67,55 @@ impl Common {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("RUST_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    let (Command::CheckConfig(common) | Command::Serve(common)) = &cli.command;
+    let loaded = common.load();
+    let format = common.log_format.or_else(|| loaded.as_ref().ok().map(|c| c.log.format)).unwrap_or_default();
+    // `serve` runs on a runtime built before the log: the trace exporter sends from it.
+    let rt = match &cli.command {
+        Command::Serve(_) => match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+            Ok(rt) => Some(rt),
+            Err(e) => return fail(format, &anyhow::anyhow!("the tokio runtime: {e}")),
+        },
+        Command::CheckConfig(_) => None,
+    };
+    let traces = match (&rt, &loaded) {
+        (Some(rt), Ok(config)) => Some((&config.otel, rt.handle())),
+        _ => None,
+    };
+    let guard = match responses_gateway::telemetry::log::init(format, traces) {
+        Ok(g) => g,
+        Err(e) => return fail(LogFormat::Text, &e),
+    };
     // A panic caught inside a task (e.g. a PDF library on a hostile file, which then fails
     // that file only) is one log line, not a backtrace on stderr.
     std::panic::set_hook(Box::new(|info| {
         let at = info.location().map(|l| format!("{}:{}", l.file(), l.line())).unwrap_or_default();
         tracing::error!(location = %at, "panic: {}", info.payload().downcast_ref::<&str>().copied().or_else(|| info.payload().downcast_ref::<String>().map(String::as_str)).unwrap_or("(no message)"));
     }));
-    let result = match cli.command {
-        Command::CheckConfig(c) => c.load().and_then(|config| {
+    let result = match (&cli.command, rt) {
+        (Command::CheckConfig(_), _) => loaded.and_then(|config| {
             config.check_start_secrets()?;
             responses_gateway::auth::ApiKeys::load(&config.auth)?;
             // A closed pipe (`check-config | head`) is not an error worth a panic.
             let _ = writeln!(std::io::stdout(), "{}", toml_string(&config));
             Ok(())
         }),
-        Command::Serve(c) => c.load().and_then(run),
+        (Command::Serve(_), Some(rt)) => loaded.and_then(|config| run(config, &rt, &guard)),
+        (Command::Serve(_), None) => Ok(()),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            std::process::ExitCode::from(2)
-        }
+        Err(e) => fail(format, &e),
     }
+}
+
+/// Reports a fatal error (a JSON log line when the log is JSON) and gives exit code 2.
+fn fail(format: LogFormat, e: &anyhow::Error) -> std::process::ExitCode {
+    match format {
+        LogFormat::Json if tracing::dispatcher::has_been_set() => tracing::error!("error: {e:#}"),
+        _ => eprintln!("error: {e:#}"),
+    }
+    std::process::ExitCode::from(2)
 }
 
 /// The configuration as JSON, with credentials in every URL (`user:password@` and the values
@@ -135,11 +159,14 @@ fn mask_urls(v: &mut serde_json::Value) {
     }
 }
 
-fn run(config: Config) -> anyhow::Result<()> {
+/// Serves until SIGINT or SIGTERM on `rt`, then exports the traces still queued (`guard`).
+fn run(config: Config, rt: &tokio::runtime::Runtime, guard: &LogGuard) -> anyhow::Result<()> {
     // Fail at start, not at the first request, when a named key variable is unset.
     config.upstream_api_key()?;
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    rt.block_on(async move {
+    if guard.exports_traces() {
+        tracing::info!("exporting traces (OTLP/HTTP)");
+    }
+    let served = rt.block_on(async move {
         let addr = config.server.listen;
         let listener = tokio::net::TcpListener::bind(addr)
             .await
@@ -161,5 +188,8 @@ fn run(config: Config) -> anyhow::Result<()> {
             }
         };
         responses_gateway::serve_on(listener, &config, shutdown).await
-    })
+    });
+    // Outside `block_on`, with the runtime still running the export requests.
+    guard.shutdown();
+    served
 }

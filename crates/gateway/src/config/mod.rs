@@ -15,6 +15,7 @@ pub mod auth;
 pub mod file_search;
 pub mod limits;
 pub mod store;
+pub mod telemetry;
 
 /// The whole configuration.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -38,6 +39,10 @@ pub struct Config {
     pub metrics: auth::MetricsConfig,
     /// `[limits]`: rates, streams and upstream slots, size ceilings (see [`limits::LimitsConfig`]).
     pub limits: limits::LimitsConfig,
+    /// `[log]`: the log's format (see [`telemetry::LogConfig`]).
+    pub log: telemetry::LogConfig,
+    /// `[otel]`: OpenTelemetry traces (see [`telemetry::OtelConfig`]).
+    pub otel: telemetry::OtelConfig,
 }
 
 /// `[web_search]`: where gateway-owned web searches run. A request never selects a backend.
@@ -250,6 +255,7 @@ pub struct Overrides {
     pub upstream_api_key_env: Option<String>,
     pub listen: Option<SocketAddr>,
     pub data_dir: Option<PathBuf>,
+    pub log_format: Option<telemetry::LogFormat>,
 }
 
 /// Environment variable prefix: `RESPONSES_GATEWAY_<TABLE>__<KEY>`.
@@ -281,6 +287,9 @@ impl Config {
         }
         if let Some(dir) = &overrides.data_dir {
             config.server.data_dir = Some(dir.clone());
+        }
+        if let Some(format) = overrides.log_format {
+            config.log.format = format;
         }
         config.validate()?;
         Ok(config)
@@ -322,6 +331,16 @@ impl Config {
         self.store.validate()?;
         if self.metrics.listen.is_some_and(|l| l == self.server.listen) {
             anyhow::bail!("metrics.listen must differ from server.listen (leave it unset to serve /metrics there)");
+        }
+        if let Some(endpoint) = self.otel.endpoint.as_deref().filter(|e| !e.trim().is_empty()) {
+            // The URL itself is not repeated: it may hold credentials.
+            let ok = reqwest::Url::parse(endpoint).is_ok_and(|u| matches!(u.scheme(), "http" | "https"));
+            if !ok {
+                anyhow::bail!("otel.endpoint must be an http or https URL (e.g. http://127.0.0.1:4318)");
+            }
+        }
+        if self.otel.timeout_ms == 0 {
+            anyhow::bail!("otel.timeout_ms must be > 0");
         }
         Ok(())
     }

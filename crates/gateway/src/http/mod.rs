@@ -1,7 +1,8 @@
 //! HTTP routes (axum): `/v1/responses` (create, retrieve, delete, input items),
 //! `/v1/conversations` (and their items), `/v1/files` and `/v1/vector_stores` (the embedded
 //! index), `/v1/models[/{model}]`, `/healthz`, `/readyz`, `/metrics` (`[metrics]`); the key
-//! check of `[auth]` and the request count wrap them.
+//! check of `[auth]`, the request count and the request's id, span and log line
+//! (`request`) wrap them.
 
 pub mod auth;
 pub mod conversations;
@@ -15,11 +16,14 @@ pub mod metrics;
 pub mod models;
 pub mod playground;
 pub mod rejections;
+pub mod request;
 pub mod responses;
 pub mod serve;
 pub mod sse;
 pub mod sse_sink;
 pub mod stored;
+#[cfg(feature = "otel")]
+pub mod trace_context;
 pub mod vector_stores;
 
 use std::collections::BTreeMap;
@@ -47,7 +51,7 @@ pub struct AppState {
     /// The model server (`[upstream]`), behind its wire API's adapter.
     pub upstream: Arc<dyn ModelClient>,
     /// What turns run with: the same upstream, the loop's bounds (`[tools]`) and the turn
-    /// observer (none by default).
+    /// observer (the per-turn log line, and `[metrics]` when enabled).
     pub runner: Runner,
     pub models: Option<BTreeMap<String, String>>,
     pub reject_unknown: bool,
@@ -99,9 +103,15 @@ impl AppState {
             None => store,
         };
         let mut runner = Runner::new(upstream.clone(), limits_of(config));
-        if let Some(m) = &metrics {
-            runner.observer = Arc::new(crate::telemetry::observer::MetricsObserver::new(m.clone()));
-        }
+        // Every finished turn is logged; with `[metrics]`, also recorded.
+        let log: Arc<dyn crate::turn::observer::TurnObserver> = Arc::new(crate::telemetry::log::TurnLog);
+        runner.observer = match &metrics {
+            Some(m) => {
+                let recorded = Arc::new(crate::telemetry::observer::MetricsObserver::new(m.clone()));
+                Arc::new(crate::turn::observer::Fanout(vec![log, recorded]))
+            }
+            None => log,
+        };
         let local_index = open_local_index(config)?;
         let keys = Arc::new(crate::auth::ApiKeys::load(&config.auth)?);
         Ok(AppState {
@@ -243,5 +253,6 @@ pub fn router(state: Arc<AppState>, server: &crate::config::ServerConfig) -> Rou
         Some(m) => app.layer(metrics::CountLayer(m)),
         None => app,
     };
-    app.layer(axum::middleware::map_response(rejections::openai_shaped)).with_state(state)
+    // Outermost: the request's id, span and log line (`request`).
+    app.layer(axum::middleware::map_response(rejections::openai_shaped)).layer(request::RequestLayer).with_state(state)
 }

@@ -2,8 +2,13 @@
 //! that several gateways in a process, as in tests, keep apart), fed by the turn observer
 //! ([`observer::MetricsObserver`]), the store decorator ([`store::TimedStore`]) and the HTTP
 //! layer's request count ([`Metrics::request`]). Rendered in Prometheus' text format.
+//! Also the log ([`log`]: the subscriber, the per-turn line) and, with the `otel` feature,
+//! the OpenTelemetry trace exporter ([`otel`]).
 
+pub mod log;
 pub mod observer;
+#[cfg(feature = "otel")]
+pub mod otel;
 pub mod store;
 
 use std::collections::HashMap;

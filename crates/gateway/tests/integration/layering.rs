@@ -248,3 +248,26 @@ fn the_turn_names_no_tool_type() {
     }
     assert!(offenders.is_empty(), "{offenders:#?}");
 }
+
+/// OpenTelemetry is named only where the `otel` feature adds it: the exporter
+/// (`telemetry/otel.rs`) and a request's trace context (`http/trace_context.rs`). The core
+/// makes plain `tracing` spans.
+#[test]
+fn only_the_otel_modules_know_opentelemetry() {
+    let mut offenders = Vec::new();
+    let mut seen = 0;
+    for (module, file) in modules() {
+        let code = code(&file);
+        let names = ["opentelemetry::", "opentelemetry_sdk", "opentelemetry_otlp", "opentelemetry_http", "tracing_opentelemetry"];
+        let named: Vec<_> = names.iter().filter(|n| code.contains(*n)).collect();
+        if module == ["telemetry", "otel"] || module == ["http", "trace_context"] {
+            seen += usize::from(!named.is_empty());
+            continue;
+        }
+        if !named.is_empty() {
+            offenders.push(format!("{}: {named:?}", file.display()));
+        }
+    }
+    assert_eq!(seen, 2, "the checker sees the two OpenTelemetry modules");
+    assert!(offenders.is_empty(), "{offenders:#?}");
+}

@@ -23,6 +23,8 @@ mod leaked_calls;
 mod metrics;
 mod native_tools;
 mod observer;
+#[cfg(feature = "otel")]
+mod otel;
 mod hybrid_search;
 mod responses;
 mod responses_upstream;

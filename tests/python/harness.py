@@ -228,7 +228,7 @@ def start_upstream(binary_path: Path, log_dir: Path, listen: str = "127.0.0.1:0"
 
 
 def start_gateway(binary_path: Path, upstream_url: str, log_dir: Path, extra_env: dict[str, str] | None = None,
-                  attempts: int = 3) -> Gateway:
+                  attempts: int = 3, extra_args: list[str] | None = None) -> Gateway:
     home = log_dir / "gateway-home"
     home.mkdir(exist_ok=True)
     env = dict(os.environ)
@@ -244,7 +244,8 @@ def start_gateway(binary_path: Path, upstream_url: str, log_dir: Path, extra_env
     last_err: Exception | None = None
     for _ in range(attempts):
         port = free_port()
-        argv = [str(binary_path), "serve", "--upstream-url", f"{upstream_url}/v1", "--listen", f"127.0.0.1:{port}"]
+        argv = [str(binary_path), "serve", "--upstream-url", f"{upstream_url}/v1", "--listen", f"127.0.0.1:{port}",
+                *(extra_args or [])]
         proc = Proc("responses-gateway", argv, log_dir / "gateway.log", env=env, cwd=home)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:

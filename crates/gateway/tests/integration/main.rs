@@ -26,6 +26,7 @@ mod observer;
 #[cfg(feature = "otel")]
 mod otel;
 mod hybrid_search;
+mod request_ids;
 mod responses;
 mod responses_upstream;
 mod store_conversations;

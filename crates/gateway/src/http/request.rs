@@ -10,7 +10,8 @@
 //!   The turn's span is its child, also when the turn runs in its own task.
 //! * One log line when the answer's head is ready (for a stream: when it starts): message
 //!   `request`, `method`, `route`, `path`, `status`, `duration_ms` (fractional), `request_id`;
-//!   INFO, DEBUG for `/healthz`, `/readyz` and `/metrics`.
+//!   INFO, DEBUG for `/healthz`, `/readyz` and `/metrics`. Written outside the request's span
+//!   (its fields are the span's): in JSON its `request_id` is a top-level field.
 //!
 //! A plain tower service (no boxed future per request).
 
@@ -43,10 +44,16 @@ pub fn new_id() -> HeaderValue {
     const VERSION: (u128, u128) = (0xf << 76, 0x4 << 76);
     const VARIANT: (u128, u128) = (0xc << 60, 0x8 << 60);
     let bits = (rand::random::<u128>() & !VERSION.0 & !VARIANT.0) | VERSION.1 | VARIANT.1;
-    let hex = format!("{bits:032x}");
-    let id = format!("{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..]);
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut id = [b'-'; 36];
+    let mut digits = (0..32).map(|i| HEX[((bits >> (124 - 4 * i)) & 0xf) as usize]);
+    for (i, c) in id.iter_mut().enumerate() {
+        if ![8, 13, 18, 23].contains(&i) {
+            *c = digits.next().unwrap_or(b'0');
+        }
+    }
     // Hex digits and dashes: always a valid header value.
-    HeaderValue::from_str(&id).unwrap_or(HeaderValue::from_static("-"))
+    HeaderValue::from_bytes(&id).unwrap_or(HeaderValue::from_static("-"))
 }
 
 /// The layer (see the module's text).
@@ -156,13 +163,11 @@ where
             let duration_ms = crate::telemetry::log::millis(this.started.elapsed());
             let (request_id, path) = (this.id.to_str().unwrap_or("-"), this.uri.path());
             let method = &*this.method;
-            span.in_scope(|| {
-                if matches!(route, "/healthz" | "/readyz" | "/metrics") {
-                    tracing::debug!(%method, route, path, status, duration_ms, request_id, "request");
-                } else {
-                    tracing::info!(%method, route, path, status, duration_ms, request_id, "request");
-                }
-            });
+            if matches!(route, "/healthz" | "/readyz" | "/metrics") {
+                tracing::debug!(%method, route, path, status, duration_ms, request_id, "request");
+            } else {
+                tracing::info!(%method, route, path, status, duration_ms, request_id, "request");
+            }
         }
         Poll::Ready(out)
     }

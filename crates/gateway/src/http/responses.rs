@@ -11,7 +11,6 @@ use axum::Extension;
 use axum::http::StatusCode;
 use protocol::ApiError;
 use axum::response::{IntoResponse, Response};
-use tracing::Instrument;
 
 use super::auth::Tenant;
 use super::sse::SseBody;
@@ -81,16 +80,13 @@ pub async fn create(
         };
     }
     // A stored turn runs in its own task: a client that goes away does not cancel it.
-    // Boxed before spawning: the task moves a pointer, not the turn's state. The task keeps
-    // the request's span (the turn's span is its child).
-    let task = state.turns.clone().spawn(
-        Box::pin(async move {
-            let outcome = turn.run(&state.runner).await;
-            drop(permits);
-            outcome
-        })
-        .in_current_span(),
-    );
+    // Boxed before spawning: the task moves a pointer, not the turn's state. (The turn's
+    // span, made by `driver::start`, is the request span's child.)
+    let task = state.turns.clone().spawn(Box::pin(async move {
+        let outcome = turn.run(&state.runner).await;
+        drop(permits);
+        outcome
+    }));
     match task.await {
         Ok(Ok(outcome)) => answer(outcome),
         Ok(Err(e)) => commit_failed(&e).into_response(),
@@ -152,14 +148,11 @@ fn stream(state: Arc<AppState>, prepared: Prepared, permits: (Option<StreamPermi
     // leave in one write.
     let turn = driver::start(prepared, Some(Box::new(SseSink::new(tx))));
     let stored = turn.is_stored();
-    let task = state.turns.clone().spawn(
-        Box::pin(async move {
-            // A failed commit has ended the stream with `response.failed` (and was logged).
-            let _ = turn.run(&state.runner).await;
-            drop(permits);
-        })
-        .in_current_span(),
-    );
+    let task = state.turns.clone().spawn(Box::pin(async move {
+        // A failed commit has ended the stream with `response.failed` (and was logged).
+        let _ = turn.run(&state.runner).await;
+        drop(permits);
+    }));
     // Nothing to store → a disconnect cancels the turn (and so the upstream request);
     // a stored turn (store:true or a conversation) runs to its end and is committed.
     let cancel = if stored { None } else { Some(task.abort_handle()) };

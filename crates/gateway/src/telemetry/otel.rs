@@ -11,7 +11,7 @@ use opentelemetry_http::{Bytes, HttpClient, HttpError, Request, Response};
 use opentelemetry_otlp::{Protocol, SpanExporter, WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use opentelemetry_sdk::Resource;
-use tracing_subscriber::filter::Targets;
+use tracing_subscriber::filter::FilterFn;
 use tracing_subscriber::Layer;
 
 use crate::config::telemetry::OtelConfig;
@@ -19,10 +19,15 @@ use crate::config::telemetry::OtelConfig;
 /// The default `service.name` (when neither `otel.service_name` nor `OTEL_SERVICE_NAME` is set).
 pub const SERVICE_NAME: &str = "responses-gateway";
 
-/// The spans (and events, as span events) the traces get: the gateway's own, INFO and up,
-/// whatever `RUST_LOG` says of the log.
-pub fn filter() -> Targets {
-    Targets::new().with_target("responses_gateway", tracing::Level::INFO)
+/// What the traces get, whatever `RUST_LOG` says of the log: the gateway's own spans, DEBUG
+/// and up (`round` and `tool_call` are DEBUG), and its events, INFO and up (as span events).
+pub fn filter() -> FilterFn {
+    FilterFn::new(traced as fn(&tracing::Metadata<'_>) -> bool)
+}
+
+fn traced(meta: &tracing::Metadata<'_>) -> bool {
+    let floor = if meta.is_span() { tracing::Level::DEBUG } else { tracing::Level::INFO };
+    meta.target().starts_with("responses_gateway") && *meta.level() <= floor
 }
 
 /// The `tracing` layer that turns spans into OpenTelemetry spans of `provider`'s tracer,

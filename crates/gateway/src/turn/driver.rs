@@ -21,10 +21,13 @@ pub const COMMIT_FAILED: &str = "The response could not be stored; it was not sa
 pub struct Started {
     prepared: Box<Prepared>,
     emitter: Box<Emitter>,
+    /// The turn's span ([`turn_span`]), made by [`start`] as a child of the caller's span.
+    span: tracing::Span,
 }
 
 /// Starts a turn: its emitter sends `response.created` and `response.in_progress` to
-/// `sink` now (none: a non-streamed turn).
+/// `sink` now (none: a non-streamed turn). Its span is made here, a child of the current
+/// span (the request's), so it keeps that parent when it runs in a task of its own.
 pub fn start(prepared: Prepared, sink: Option<Box<dyn EventSink>>) -> Started {
     let has_sink = sink.is_some();
     let mut prepared = Box::new(prepared);
@@ -34,7 +37,8 @@ pub fn start(prepared: Prepared, sink: Option<Box<dyn EventSink>>) -> Started {
         // Commit first, then send the terminal event (or response.failed).
         emitter.hold_terminal();
     }
-    Started { prepared, emitter }
+    let span = turn_span(&prepared, &emitter);
+    Started { prepared, emitter, span }
 }
 
 impl Started {
@@ -46,14 +50,14 @@ impl Started {
 
     /// Runs the turn to its terminal event, committing it first when it is stored. Errors:
     /// the commit failed (nothing was stored; a stream has ended with `response.failed`).
-    /// Runs in the turn's span ([`turn_span`]), a child of the caller's current span.
+    /// Runs in the turn's span ([`turn_span`]).
     pub async fn run(self, runner: &Runner) -> Result<Outcome, StoreError> {
-        let span = turn_span(&self);
+        let span = self.span.clone();
         self.run_here(runner).instrument(span).await
     }
 
     async fn run_here(self, runner: &Runner) -> Result<Outcome, StoreError> {
-        let Started { mut prepared, mut emitter } = self;
+        let Started { mut prepared, mut emitter, .. } = self;
         let plan = prepared.persist.take();
         let mut outcome = Box::pin(run(*prepared, runner, &mut emitter)).await;
         let Some(plan) = plan else { return Ok(outcome) };
@@ -78,24 +82,23 @@ impl Started {
 
 /// The turn's span, `turn` (INFO): `response_id`, `model` (the Response's), `upstream_model`,
 /// `previous_response_id` and `conversation` when set, `stream`, `store`; at its end
-/// `status` (the Response's), `rounds`, `input_tokens`, `output_tokens`, and on a failed turn
-/// `error` (its code) and `otel.status_code = "error"`. Its rounds' spans (`round`) and their
-/// gateway tool calls' spans (`tool_call`) are its children (`turn::run`, `turn::execute`).
-fn turn_span(turn: &Started) -> tracing::Span {
-    let r = turn.emitter.response();
+/// `status` (the Response's), `rounds`, and on a failed turn `error` (its code) and
+/// `otel.status_code = "error"`. Its rounds' spans (`round`, DEBUG) and their gateway tool
+/// calls' spans (`tool_call`, DEBUG) are its children (`turn::run`, `turn::execute`); the
+/// tokens are on the turn's log line (`telemetry::log::TurnLog`).
+fn turn_span(prepared: &Prepared, emitter: &Emitter) -> tracing::Span {
+    let r = emitter.response();
     tracing::info_span!(
         "turn",
         response_id = %r.id,
         model = %r.model,
-        upstream_model = %turn.prepared.upstream_model,
+        upstream_model = %prepared.upstream_model,
         previous_response_id = r.previous_response_id.as_deref(),
         conversation = r.conversation.as_ref().map(|c| c.id.as_str()),
-        stream = turn.prepared.stream,
-        store = turn.prepared.persist.is_some(),
+        stream = prepared.stream,
+        store = prepared.persist.is_some(),
         status = tracing::field::Empty,
         rounds = tracing::field::Empty,
-        input_tokens = tracing::field::Empty,
-        output_tokens = tracing::field::Empty,
         error = tracing::field::Empty,
         otel.status_code = tracing::field::Empty,
     )

@@ -87,7 +87,7 @@ pub struct Observed<'a> {
 /// `max_parallel`, each bounded by `timeout`) and each is finished in call order. A failure
 /// or timeout is visible in the item and in the text the model reads; it is never an empty
 /// success. File-search chunks are numbered on from `files` (the turn's earlier chunks) and
-/// appended to it. Each call runs in a `tool_call` span (INFO, a child of the current span):
+/// appended to it. Each call runs in a `tool_call` span (DEBUG, a child of the current span):
 /// `tool_type`, `name`, `call_id`, `item_id`, `executor`, and at its end `outcome` (`ok`,
 /// `error`, `timeout`; not `ok`: `otel.status_code = "error"`).
 pub async fn run_calls(
@@ -105,7 +105,7 @@ pub async fn run_calls(
             c.start(emitter);
             let (tool_type, executor) = c.labels();
             // The call's item is the last one its `start` added.
-            spans.push(tracing::info_span!(
+            spans.push(tracing::debug_span!(
                 "tool_call",
                 tool_type,
                 name = %name,

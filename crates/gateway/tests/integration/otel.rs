@@ -321,10 +321,12 @@ async fn the_binary_exports_over_otlp_http() {
     for line in &log {
         let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
         assert!(!line.contains("otlp-token-secret-77"), "{line}");
-        if let Some(id) = v["spans"].as_array().and_then(|s| s.first()).and_then(|s| s["request_id"].as_str()) {
+        // The request line has it as a field, the lines inside the request from its span.
+        let id = v["request_id"].as_str().or_else(|| v["spans"].as_array().and_then(|s| s.first()).and_then(|s| s["request_id"].as_str()));
+        if let Some(id) = id {
             *request_ids.entry(id.to_string()).or_default() += 1;
         }
     }
-    assert!(request_ids.get(&request_id).is_some_and(|n| *n >= 2), "{request_ids:?}");
+    assert!(request_ids.get(&request_id).is_some_and(|n| *n >= 2), "the request and turn lines: {request_ids:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -204,6 +204,8 @@ export function renderMarkdown(text, annotations, scope) {
   const holder = document.createElement('div'); // nodes of this document from here on
   holder.append(clean);
   placeCitations(holder, cites, scope);
+  // The newlines that marked writes between blocks are no text of the answer.
+  for (const n of [...holder.childNodes]) if (n.nodeType === Node.TEXT_NODE && !/\S/.test(n.data)) n.remove();
   const fragment = document.createDocumentFragment();
   fragment.append(...holder.childNodes);
   return { fragment, notes };

@@ -443,6 +443,56 @@ describe('playground', () => {
     await page.close();
   });
 
+  test('citations through Markdown, edge cases: a span across paragraphs, inside a link, a marker inside an address, forged markers', async () => {
+    const { page } = await openPage();
+    // The page's own module, as served (under the page's CSP), on annotations the gateway
+    // would not make itself but an upstream's annotations might.
+    const out = await page.evaluate(async () => {
+      const { renderMarkdown } = await import('./playground/markdown.js');
+      const cp = (text, s) => [...text.slice(0, text.indexOf(s))].length;
+      const render = (text, annotations) => {
+        const div = document.createElement('div');
+        const { fragment, notes } = renderMarkdown(text, annotations, 'x');
+        div.append(fragment);
+        return {
+          html: div.innerHTML,
+          text: div.textContent,
+          cites: [...div.querySelectorAll('.cite')].map((e) => [e.tagName, e.textContent]),
+          nested: div.querySelectorAll('a a').length,
+          refs: [...div.querySelectorAll('sup.ref')].map((r) => [r.textContent, r.previousSibling && r.previousSibling.textContent]),
+          notes: notes.length,
+          markers: /[\uE100-\uE3FF]|%EE%8/i.test(div.innerHTML),
+        };
+      };
+      const across = 'First part is cited.\n\nSecond part too.';
+      const inLink = '[see the docs](https://x.example/docs) now';
+      const inAddress = '[docs](https://x.example/docs) here';
+      const url = (text, s, u) => ({ type: 'url_citation', start_index: cp(text, s), end_index: cp(text, s) + [...s].length, url: u, title: u });
+      return {
+        across: render(across, [url(across, 'cited.\n\nSecond', 'https://a.example/')]),
+        inLink: render(inLink, [url(inLink, 'the docs', 'https://b.example/'), { type: 'file_citation', index: cp(inLink, ']('), file_id: 'f1' }]),
+        inAddress: render(inAddress, [{ type: 'file_citation', index: cp(inAddress, 'x.example'), file_id: 'f2' }]),
+        forged: render('a \uE100b\uE200 c \uE300', []),
+      };
+    });
+    // Across two paragraphs: each piece marked, the reference after the last one.
+    assert.deepEqual(out.across.cites, [['MARK', 'cited.'], ['MARK', 'Second']], out.across.html);
+    assert.deepEqual(out.across.refs, [['[1]', 'Second']]);
+    assert.equal(out.across.text, 'First part is cited.Second[1] part too.');
+    // Inside the model's own link: <mark>, and the references after that link, never inside it.
+    assert.deepEqual(out.inLink.cites, [['MARK', 'the docs']], out.inLink.html);
+    assert.equal(out.inLink.nested, 0, out.inLink.html);
+    assert.deepEqual(out.inLink.refs.map((r) => r[0]), ['[1]', '[2]']);
+    assert.equal(out.inLink.text, 'see the docs[1][2] now');
+    // A marker inside an address is dropped: the link keeps its address, the note its footnote.
+    assert.match(out.inAddress.html, /<a href="https:\/\/x\.example\/docs" target="_blank" rel="noopener noreferrer">docs<\/a>/);
+    assert.equal(out.inAddress.notes, 1);
+    // Marker characters the model wrote are not markers.
+    assert.equal(out.forged.text, 'a \uFFFDb\uFFFD c \uFFFD');
+    for (const r of Object.values(out)) assert.equal(r.markers, false, r.html);
+    await page.close();
+  });
+
   test('errors: an upstream failure (response.failed) and an HTTP error are shown', async () => {
     const { page } = await openPage();
     await upstream.push({ http_status: 500 }, { http_status: 500 });

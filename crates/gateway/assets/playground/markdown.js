@@ -128,15 +128,29 @@ function citeElement(note, inLink) {
   return node;
 }
 
+/** Puts the reference `ref` where `marker` is, or right after the link that holds the marker
+ * (after the references already there): never a link inside a link. */
+function placeRef(marker, ref) {
+  const link = marker.parentElement && marker.parentElement.closest('a');
+  if (!link) {
+    marker.replaceWith(ref);
+    return;
+  }
+  let at = link;
+  while (at.nextSibling && at.nextSibling.nodeType === Node.ELEMENT_NODE && at.nextSibling.classList.contains('ref')) at = at.nextSibling;
+  at.after(ref);
+  marker.remove();
+}
+
 /**
  * Replaces the citation markers in `root` (sanitized, rendered Markdown) by the cited spans and
  * footnote references. A span whose start and end markers have one parent (the usual case: a
  * link, a URL or words in one paragraph, list item or cell) is wrapped whole; a url_citation
  * becomes one link to its source, and the links the model wrote inside it are unwrapped (no
  * nested links). A span across elements (start and end in different paragraphs) marks each
- * piece of text in between. The reference [n] goes where the span ends, or at a point. A
- * marker that Markdown swallowed (e.g. inside a link's address) leaves its span unmarked; the
- * footnotes still list every source.
+ * piece of text in between. The reference [n] goes where the span ends, or at a point (after
+ * the link, when that place is inside one). A marker that Markdown swallowed (e.g. inside a
+ * link's address) leaves its span unmarked; the footnotes still list every source.
  */
 function placeCitations(root, cites, scope) {
   const found = new Map(); // marker code -> its own one-character text node
@@ -160,7 +174,7 @@ function placeCitations(root, cites, scope) {
     const ref = citationRef(c.note, scope);
     if (!c.span) {
       const point = found.get(MARK_POINT + c.k);
-      if (point) point.replaceWith(ref);
+      if (point) placeRef(point, ref);
       continue;
     }
     const start = found.get(MARK_START + c.k);
@@ -175,7 +189,7 @@ function placeCitations(root, cites, scope) {
       }
       if (cite.nodeName === 'A') for (const a of cite.querySelectorAll('a')) a.replaceWith(...a.childNodes);
       start.replaceWith(cite);
-      end.replaceWith(ref);
+      placeRef(end, ref);
     } else if (start && end && start.compareDocumentPosition(end) & Node.DOCUMENT_POSITION_FOLLOWING) {
       const pieces = [];
       walker.currentNode = start;
@@ -186,9 +200,9 @@ function placeCitations(root, cites, scope) {
         mark.append(piece);
       }
       start.remove();
-      end.replaceWith(ref);
+      placeRef(end, ref);
     } else if (end || start) {
-      (end || start).replaceWith(ref);
+      placeRef(end || start, ref);
     }
   }
   for (const n of found.values()) n.remove(); // markers not placed (already replaced ones are detached)

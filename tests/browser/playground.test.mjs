@@ -114,10 +114,23 @@ describe('playground', () => {
     assert.equal(js.status, 200);
     assert.match(js.headers.get('content-type'), /javascript/);
     assert.equal((await fetch(`${gateway.url}/playground/missing.js`)).status, 404);
+    // The vendored Markdown libraries and their licences, from the binary itself.
+    for (const [file, type, text] of [
+      ['marked.esm.js', /javascript/, /marked v18\.2\.1/], ['purify.es.mjs', /javascript/, /DOMPurify 3\.5\.0/],
+      ['marked.LICENSE.md', /text\/plain/, /MIT license/i], ['dompurify.LICENSE-MPL-2.0.txt', /text\/plain/, /Mozilla Public License/],
+      ['dompurify.LICENSE-Apache-2.0.txt', /text\/plain/, /Apache License/],
+    ]) {
+      const res = await fetch(`${gateway.url}/playground/vendor/${file}`);
+      assert.equal(res.status, 200, file);
+      assert.match(res.headers.get('content-type'), type, file);
+      assert.match(res.headers.get('content-security-policy'), /script-src 'self'/, file);
+      assert.match(await res.text(), text, file);
+    }
+    assert.equal((await fetch(`${gateway.url}/playground/vendor/missing.js`)).status, 404);
 
     const off = await startGateway({ upstream, env: { RESPONSES_GATEWAY_SERVER__PLAYGROUND: 'false' }, name: 'gateway-playground-off' });
     try {
-      for (const p of ['/', '/playground', '/playground/app.js']) {
+      for (const p of ['/', '/playground', '/playground/app.js', '/playground/vendor/marked.esm.js']) {
         const res = await fetch(`${off.url}${p}`);
         assert.equal(res.status, 404, p);
         assert.equal((await res.json()).error.code, 'unknown_url');

@@ -290,7 +290,7 @@ class ResponseView {
       },
       append(delta) {
         view.raw += delta;
-        if (view.markdown() || view.annotations.length) view.schedule();
+        if (view.markdown() || view.annotations.length || text.classList.contains('markdown')) view.schedule();
         else text.append(delta); // plain text token by token, no re-render
       },
       schedule() {

@@ -217,6 +217,7 @@ pub fn router(state: Arc<AppState>, server: &crate::config::ServerConfig) -> Rou
         .route("/playground", get(playground::index))
         .route("/playground/", get(playground::index))
         .route("/playground/{file}", get(playground::file))
+        .route("/playground/vendor/{file}", get(playground::vendor_file))
         .layer(RequestBodyLimitLayer::new(max_body_bytes))
         .merge(uploads)
         .fallback(health::not_found)

@@ -12,6 +12,7 @@ use figment::Figment;
 use serde::{Deserialize, Serialize};
 
 pub mod auth;
+pub mod background;
 pub mod file_search;
 pub mod limits;
 pub mod store;
@@ -38,6 +39,8 @@ pub struct Config {
     pub metrics: auth::MetricsConfig,
     /// `[limits]`: rates, streams and upstream slots, size ceilings (see [`limits::LimitsConfig`]).
     pub limits: limits::LimitsConfig,
+    /// `[background]`: workers and queue of background responses (see [`background::BackgroundConfig`]).
+    pub background: background::BackgroundConfig,
 }
 
 /// `[web_search]`: where gateway-owned web searches run. A request never selects a backend.

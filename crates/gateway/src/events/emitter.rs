@@ -21,6 +21,10 @@ pub enum Terminal {
     /// Cut short by the gateway's shutdown: `incomplete` without `incomplete_details` (the
     /// contract's reasons are `max_output_tokens` and `content_filter` only).
     Interrupted,
+    /// A background response cancelled by `POST /v1/responses/{id}/cancel`: status
+    /// `cancelled`. The stream event is `response.incomplete` (the Responses stream has no
+    /// `response.cancelled` event; its Response carries the status).
+    Cancelled,
     /// `{code, message}` for `response.error`.
     Failed { code: String, message: String },
 }
@@ -348,6 +352,10 @@ impl Emitter {
             }
             Terminal::Interrupted => {
                 r.status = ResponseStatus::Incomplete;
+                "response.incomplete"
+            }
+            Terminal::Cancelled => {
+                r.status = ResponseStatus::Cancelled;
                 "response.incomplete"
             }
             Terminal::Incomplete(reason) => {

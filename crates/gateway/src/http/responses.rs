@@ -66,6 +66,14 @@ pub async fn create(
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };
+    if prepared.base.background {
+        // Queued and answered at once; a worker runs it (`crate::background`).
+        drop(permits);
+        return match state.background.submit(tenant.as_str(), &body, prepared).await {
+            Ok(queued) => axum::Json(queued).into_response(),
+            Err(e) => e.into_response(),
+        };
+    }
     prepared.cancel = state.shutdown.child_token();
     if prepared.stream {
         return stream(state, prepared, permits);

@@ -49,8 +49,45 @@ pub async fn get(
     match state.store.response(tenant.as_str(), &id).await {
         Ok(Some(r)) if stream => replay(&id, r),
         Ok(Some(r)) => Json(r).into_response(),
-        Ok(None) => not_found(&id).into_response(),
+        // A background response not stored yet: queued, in progress, or cancelled early.
+        Ok(None) => match state.store.run_response(tenant.as_str(), &id).await {
+            Ok(Some(_)) if stream => GatewayError::bad_request(
+                Some("stream".to_string()),
+                "Streaming a background response that has not finished is not supported yet; poll it without stream.",
+            )
+            .with_code("unsupported_parameter")
+            .into_response(),
+            Ok(Some(r)) => Json(r).into_response(),
+            Ok(None) => not_found(&id).into_response(),
+            Err(e) => GatewayError::from(e).into_response(),
+        },
         Err(e) => GatewayError::from(e).into_response(),
+    }
+}
+
+/// `POST /v1/responses/{id}/cancel` (contract §10): a background response ends
+/// `cancelled` and is answered (a queued one at once; a running one once its worker has
+/// stored it). Cancelling it again, or one that already finished, answers it unchanged; a
+/// response created without `background: true` is a 400; an unknown id a 404.
+pub async fn cancel(State(state): State<Arc<AppState>>, tenant: Tenant, Path(id): Path<String>) -> Response {
+    let r = async {
+        if let Some(r) = state.background.cancel(tenant.as_str(), &id).await? {
+            return Ok(r);
+        }
+        match state.store.response(tenant.as_str(), &id).await? {
+            Some(r) if r.get("background").and_then(serde_json::Value::as_bool) == Some(true) => Ok(r),
+            Some(_) => Err(GatewayError::bad_request(
+                None,
+                "Responses can only be cancelled if they were created with background=true.",
+            )
+            .with_code("invalid_request")),
+            None => Err(not_found(&id)),
+        }
+    }
+    .await;
+    match r {
+        Ok(r) => Json(r).into_response(),
+        Err(e) => e.into_response(),
     }
 }
 

@@ -14,8 +14,8 @@ use serde_json::Value;
 use super::{names, Metrics};
 use crate::store::BackendKind;
 use crate::store::{
-    Conversation, ConversationContext, LeaseOutcome, ListQuery, Lookup, NewConversation, Page, PrivateResults, Store,
-    StoreError, TurnRecord,
+    ClaimedRun, Conversation, ConversationContext, LeaseOutcome, ListQuery, Lookup, NewConversation, Page, PrivateResults, RunCancel,
+    Store, StoreError, TurnRecord,
 };
 use crate::transcript::Transcript;
 
@@ -41,9 +41,16 @@ enum Op {
     RenewLease,
     ReleaseLease,
     ConversationContext,
+    EnqueueRun,
+    ClaimRun,
+    RunResponse,
+    BeatRun,
+    CancelRun,
+    FinishRun,
+    FailRun,
 }
 
-const OPS: [&str; 19] = [
+const OPS: [&str; 26] = [
     "ping",
     "transcript",
     "response",
@@ -63,6 +70,13 @@ const OPS: [&str; 19] = [
     "renew_lease",
     "release_lease",
     "conversation_context",
+    "enqueue_run",
+    "claim_run",
+    "run_response",
+    "beat_run",
+    "cancel_run",
+    "finish_run",
+    "fail_run",
 ];
 
 /// A [`Store`] that records how long each operation of `inner` takes.
@@ -158,6 +172,27 @@ impl Store for TimedStore {
     }
     fn release_lease<'a>(&'a self, id: &'a str, owner: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         self.time(Op::ReleaseLease, self.inner.release_lease(id, owner))
+    }
+    fn enqueue_run(&self, project: &str, id: &str, request: String, response: String, max_queued: usize) -> BoxFuture<'_, Result<bool, StoreError>> {
+        self.time(Op::EnqueueRun, self.inner.enqueue_run(project, id, request, response, max_queued))
+    }
+    fn fail_run<'a>(&'a self, id: &'a str, owner: &'a str, response: String) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.time(Op::FailRun, self.inner.fail_run(id, owner, response))
+    }
+    fn claim_run<'a>(&'a self, owner: &'a str, ttl_ms: u64) -> BoxFuture<'a, Result<Option<ClaimedRun>, StoreError>> {
+        self.time(Op::ClaimRun, self.inner.claim_run(owner, ttl_ms))
+    }
+    fn run_response<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
+        self.time(Op::RunResponse, self.inner.run_response(project, id))
+    }
+    fn beat_run<'a>(&'a self, id: &'a str, owner: &'a str, ttl_ms: u64, response: Option<String>) -> BoxFuture<'a, Result<Option<bool>, StoreError>> {
+        self.time(Op::BeatRun, self.inner.beat_run(id, owner, ttl_ms, response))
+    }
+    fn cancel_run<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<RunCancel, StoreError>> {
+        self.time(Op::CancelRun, self.inner.cancel_run(project, id))
+    }
+    fn finish_run<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.time(Op::FinishRun, self.inner.finish_run(id))
     }
     fn conversation_context<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<ConversationContext>, StoreError>> {
         self.time(Op::ConversationContext, self.inner.conversation_context(project, id))

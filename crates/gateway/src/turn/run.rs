@@ -91,7 +91,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
     let info = TurnInfo { response_id: emitter.response().id.clone(), model: turn.upstream_model.clone(), streamed: emitter.has_sink() };
     observer.turn_started(&info);
     let mut first_token = false;
-    let Prepared { upstream_model, mut transcript, tools, mut sampling, max_output_tokens, max_tool_calls, include, executors, cancel, .. } = turn;
+    let Prepared { upstream_model, mut transcript, tools, mut sampling, max_output_tokens, max_tool_calls, include, executors, cancel, cancelled_by_client, .. } = turn;
     let bind_ctx = BindCtx { executors: &executors, include: &include, native: false };
     let observed = Observed { observer, info: &info };
     // Chunks shown in earlier turns keep their numbers; this turn's continue after them.
@@ -184,7 +184,12 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
                 done_ctx.upstream_time += latency;
                 observer.round_done(&info, &RoundReport { round: round_no, latency, usage: round_usage, error: Some("interrupted") });
                 close_cut_round(&mut round, offered, emitter, &files, &sources, &mut transcript);
-                return finish(&done_ctx, emitter, transcript, &mut files, Terminal::Interrupted, usage, None);
+                let terminal = if cancelled_by_client.load(std::sync::atomic::Ordering::Acquire) {
+                    Terminal::Cancelled
+                } else {
+                    Terminal::Interrupted
+                };
+                return finish(&done_ctx, emitter, transcript, &mut files, terminal, usage, None);
             }
         };
         usage.add(&round_usage);

@@ -5,6 +5,7 @@
 
 mod conversations;
 mod responses;
+mod runs;
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -52,6 +53,13 @@ impl MigrationSource<'static> for Embedded {
                     Cow::Borrowed("projects"),
                     MigrationType::Simple,
                     Cow::Borrowed(include_str!("../../../migrations/0003_projects.sql")),
+                    false,
+                ),
+                Migration::new(
+                    4,
+                    Cow::Borrowed("runs"),
+                    MigrationType::Simple,
+                    Cow::Borrowed(include_str!("../../../migrations/0004_runs.sql")),
                     false,
                 ),
             ])
@@ -353,6 +361,35 @@ impl Store for SqlStore {
 
     fn release_lease<'a>(&'a self, id: &'a str, owner: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(self.drop_lease(id, owner))
+    }
+
+    fn enqueue_run(&self, project: &str, id: &str, request: String, response: String, max_queued: usize) -> BoxFuture<'_, Result<bool, StoreError>> {
+        let (project, id) = (project.to_string(), id.to_string());
+        Box::pin(async move { self.insert_run(&project, &id, request, response, max_queued).await })
+    }
+
+    fn fail_run<'a>(&'a self, id: &'a str, owner: &'a str, response: String) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.fail(id, owner, response))
+    }
+
+    fn claim_run<'a>(&'a self, owner: &'a str, ttl_ms: u64) -> BoxFuture<'a, Result<Option<super::ClaimedRun>, StoreError>> {
+        Box::pin(self.claim(owner, ttl_ms))
+    }
+
+    fn run_response<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
+        Box::pin(self.run_snapshot(project, id))
+    }
+
+    fn beat_run<'a>(&'a self, id: &'a str, owner: &'a str, ttl_ms: u64, response: Option<String>) -> BoxFuture<'a, Result<Option<bool>, StoreError>> {
+        Box::pin(self.beat(id, owner, ttl_ms, response))
+    }
+
+    fn cancel_run<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<super::RunCancel, StoreError>> {
+        Box::pin(self.cancel(project, id))
+    }
+
+    fn finish_run<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.remove_run(id))
     }
 
     fn conversation_context<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<ConversationContext>, StoreError>> {

@@ -1,0 +1,270 @@
+//! Background responses (`background: true`, issue 19; contract §1 `background`): the
+//! request is checked and queued in the store (`runs`) and answered at once with the
+//! Response in status `queued`; a worker of any replica claims it, prepares and runs the
+//! turn like a foreground one (no event sink), and stores it. `GET /v1/responses/{id}`
+//! shows `queued` → `in_progress` → the terminal status. `POST …/cancel` cancels a queued
+//! run at once and an in-progress one through its worker: in this process at once, on
+//! another replica at that worker's next heartbeat.
+//!
+//! The worker holds a lease on its run, renewed every third of `background.lease_ms`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use protocol::{Response, ResponseStatus};
+use serde_json::Value;
+use tokio::sync::{watch, Notify};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::config::background::BackgroundConfig;
+use crate::error::GatewayError;
+use crate::events::ids::new_id;
+use crate::executors::Registry;
+use crate::store::{ClaimedRun, RunCancel, Store, StoreError};
+use crate::turn::{self, driver, Prepared, Runner, Sizes};
+
+/// What a worker prepares and runs a turn with (as the `POST /v1/responses` handler does).
+#[derive(Debug, Clone)]
+pub struct Deps {
+    pub store: Arc<dyn Store>,
+    pub runner: Runner,
+    pub models: Option<BTreeMap<String, String>>,
+    pub reject_unknown: bool,
+    pub registry: Arc<Registry>,
+    /// `store.lease_ttl_ms` (conversation leases).
+    pub lease_ttl_ms: u64,
+    pub sizes: Sizes,
+    /// Cancelled at the end of the shutdown grace period: running turns end `incomplete`.
+    pub shutdown: CancellationToken,
+}
+
+/// A run executing in this process: how to cancel it, and when it is stored.
+struct Local {
+    cancel: CancellationToken,
+    by_client: Arc<AtomicBool>,
+    done: watch::Receiver<bool>,
+}
+
+/// The background runs of this process: submitting, cancelling, and the workers.
+pub struct Background {
+    deps: Deps,
+    config: BackgroundConfig,
+    wake: Notify,
+    local: Mutex<HashMap<String, Local>>,
+    /// This process's worker id prefix (a lease owner is `{prefix}-{n}`).
+    owner: String,
+}
+
+impl std::fmt::Debug for Background {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Background").field("owner", &self.owner).field("workers", &self.config.workers).finish()
+    }
+}
+
+/// How long a cancel waits for a run in progress to be stored as `cancelled`.
+const CANCEL_WAIT: Duration = Duration::from_secs(10);
+
+impl Background {
+    pub fn new(deps: Deps, config: BackgroundConfig) -> Arc<Background> {
+        Arc::new(Background { deps, config, wake: Notify::new(), local: Mutex::new(HashMap::new()), owner: new_id("worker") })
+    }
+
+    /// Starts `background.workers` workers on `tracker` (shutdown waits for them); they
+    /// stop claiming when `stop` is cancelled.
+    /// Outside a tokio runtime nothing starts.
+    pub fn start(self: &Arc<Self>, tracker: &TaskTracker, stop: CancellationToken) {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        for n in 0..self.config.workers {
+            let me = self.clone();
+            let stop = stop.clone();
+            tracker.spawn(async move { me.worker(n, stop).await });
+        }
+    }
+
+    /// Queues a prepared (so validated) request as a background run of `project`; `body` is
+    /// the request as sent, prepared again by the worker. Answers the `queued` Response.
+    /// Errors: 429 when `background.max_queued` runs wait; the store's errors.
+    pub async fn submit(&self, project: &str, body: &[u8], prepared: Prepared) -> Result<Response, GatewayError> {
+        let mut response = prepared.base.clone();
+        // The check is done: a conversation lease taken by it is released now.
+        drop(prepared);
+        response.status = ResponseStatus::Queued;
+        let request = String::from_utf8_lossy(body).into_owned();
+        let snapshot = serde_json::to_string(&response).map_err(|e| GatewayError::from(StoreError::Other(e.to_string())))?;
+        let queued = self.deps.store.enqueue_run(project, &response.id, request, snapshot, self.config.max_queued).await?;
+        if !queued {
+            return Err(GatewayError::rate_limited(format!(
+                "The background queue is full ({} runs wait; background.max_queued). Please retry later.",
+                self.config.max_queued
+            )));
+        }
+        self.wake.notify_one();
+        Ok(response)
+    }
+
+    /// `POST /v1/responses/{id}/cancel` for a run of `project`: `Some(Response)` (status
+    /// `cancelled`, or the run's current one when its worker did not stop within 10 s);
+    /// `None` when there is no such run (the caller looks for a stored response).
+    pub async fn cancel(&self, project: &str, id: &str) -> Result<Option<Value>, GatewayError> {
+        match self.deps.store.cancel_run(project, id).await? {
+            RunCancel::NotFound => Ok(None),
+            RunCancel::Cancelled(response) => Ok(Some(response)),
+            RunCancel::Requested => {
+                let done = self.local.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(id).map(|l| {
+                    l.by_client.store(true, Ordering::Release);
+                    l.cancel.cancel();
+                    l.done.clone()
+                });
+                let wait = async {
+                    match done {
+                        Some(mut done) => {
+                            let _ = done.wait_for(|d| *d).await;
+                        }
+                        // Another replica runs it: its heartbeat sees the request.
+                        None => loop {
+                            if self.deps.store.response(project, id).await.ok().flatten().is_some() {
+                                break;
+                            }
+                            tokio::time::sleep(Duration::from_millis(200)).await;
+                        },
+                    }
+                };
+                let _ = tokio::time::timeout(CANCEL_WAIT, wait).await;
+                if let Some(stored) = self.deps.store.response(project, id).await? {
+                    return Ok(Some(stored));
+                }
+                Ok(self.deps.store.run_response(project, id).await?)
+            }
+        }
+    }
+
+    async fn worker(self: Arc<Self>, n: usize, stop: CancellationToken) {
+        let owner = format!("{}-{n}", self.owner);
+        let poll = Duration::from_millis(self.config.poll_ms.max(10));
+        while !stop.is_cancelled() {
+            match self.deps.store.claim_run(&owner, self.config.lease_ms).await {
+                Ok(Some(run)) => Box::pin(self.execute(run, &owner)).await,
+                Ok(None) => {
+                    tokio::select! {
+                        () = self.wake.notified() => {}
+                        () = tokio::time::sleep(poll) => {}
+                        () = stop.cancelled() => {}
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "background worker: claiming a run failed");
+                    tokio::select! {
+                        () = tokio::time::sleep(poll) => {}
+                        () = stop.cancelled() => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// Prepares and runs one claimed run under its lease, then removes it from the queue.
+    async fn execute(&self, run: ClaimedRun, owner: &str) {
+        let id = run.response_id.clone();
+        let prepared = match self.prepare(&run).await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(response_id = %id, error = %e.error.message, "a background run could not start");
+                self.fail(&run, owner, e).await;
+                return;
+            }
+        };
+        let (done_tx, done_rx) = watch::channel(false);
+        let (cancel, by_client) = (prepared.cancel.clone(), prepared.cancelled_by_client.clone());
+        self.local
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(id.clone(), Local { cancel: cancel.clone(), by_client: by_client.clone(), done: done_rx });
+        let mut in_progress = prepared.base.clone();
+        in_progress.status = ResponseStatus::InProgress;
+        let _ = self.deps.store.beat_run(&id, owner, self.config.lease_ms, serde_json::to_string(&in_progress).ok()).await;
+        let beating = CancellationToken::new();
+        let heartbeat = tokio::spawn(heartbeat(self.deps.store.clone(), id.clone(), owner.to_string(), self.config.lease_ms, cancel, by_client, beating.clone()));
+        let turn = driver::start(prepared, None);
+        if let Err(e) = Box::pin(turn.run(&self.deps.runner)).await {
+            tracing::error!(response_id = %id, error = %e, "a background run could not be stored");
+        }
+        beating.cancel();
+        let _ = heartbeat.await;
+        if let Err(e) = self.deps.store.finish_run(&id).await {
+            tracing::warn!(response_id = %id, error = %e, "removing a finished background run failed");
+        }
+        let _ = done_tx.send(true);
+        self.local.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&id);
+    }
+
+    /// The run's request, prepared as `POST /v1/responses` prepares it, under the run's id.
+    async fn prepare(&self, run: &ClaimedRun) -> Result<Prepared, GatewayError> {
+        let body = run.request.as_bytes();
+        let req = turn::parse_request(body)?;
+        let d = &self.deps;
+        let ctx = turn::Context {
+            models: d.models.as_ref(),
+            reject_unknown: d.reject_unknown,
+            registry: &d.registry,
+            caps: d.runner.upstream.caps(),
+            store: &d.store,
+            project: &run.project,
+            lease_ttl_ms: d.lease_ttl_ms,
+            sizes: d.sizes,
+        };
+        let mut prepared = Box::pin(turn::prepare(req, body, &ctx)).await?;
+        prepared.base.id = run.response_id.clone();
+        prepared.cancel = d.shutdown.child_token();
+        Ok(prepared)
+    }
+
+    /// A run whose request no longer prepares (its previous response was deleted, its
+    /// conversation is busy…) ends `failed` with the error.
+    async fn fail(&self, run: &ClaimedRun, owner: &str, e: GatewayError) {
+        let Ok(Some(mut response)) = self.deps.store.run_response(&run.project, &run.response_id).await else { return };
+        if let Some(o) = response.as_object_mut() {
+            o.insert("status".into(), Value::String("failed".into()));
+            o.insert("error".into(), serde_json::json!({"code": "server_error", "message": e.error.message}));
+        }
+        if let Err(e) = self.deps.store.fail_run(&run.response_id, owner, response.to_string()).await {
+            tracing::warn!(response_id = %run.response_id, error = %e, "marking a background run failed");
+        }
+    }
+}
+
+/// Renews the run's lease every third of `lease_ms` until `stop`; a cancel asked through
+/// another replica (or a lost lease) cancels the turn.
+async fn heartbeat(
+    store: Arc<dyn Store>,
+    id: String,
+    owner: String,
+    lease_ms: u64,
+    cancel: CancellationToken,
+    by_client: Arc<AtomicBool>,
+    stop: CancellationToken,
+) {
+    let every = Duration::from_millis((lease_ms / 3).max(10));
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(every) => {}
+        }
+        match store.beat_run(&id, &owner, lease_ms, None).await {
+            Ok(Some(true)) => {
+                by_client.store(true, Ordering::Release);
+                cancel.cancel();
+            }
+            Ok(Some(false)) => {}
+            Ok(None) => {
+                tracing::warn!(response_id = %id, "a background run's lease was lost; stopping it");
+                cancel.cancel();
+            }
+            Err(e) => tracing::warn!(response_id = %id, error = %e, "renewing a background run's lease failed"),
+        }
+    }
+}

@@ -1,0 +1,122 @@
+"""Background responses with the official SDK (issue 19, first part): `background: true` is
+answered at once with status `queued`, a worker runs it, `responses.retrieve` shows
+`queued` / `in_progress` and then the stored result; `responses.cancel` cancels a queued run
+at once and a running one through its worker, is idempotent, answers a finished background
+response unchanged, refuses a foreground one (400) and an unknown id (404). A full queue is a
+429. One worker and a queue of two make every state reachable. Run on SQLite and again on
+PostgreSQL by scripts/test.sh's store pass."""
+
+from __future__ import annotations
+
+import time
+
+import openai
+import pytest
+
+import harness
+
+
+@pytest.fixture(scope="module")
+def bg(upstream_server: harness.Upstream, tmp_path_factory: pytest.TempPathFactory):
+    env = {
+        "RESPONSES_GATEWAY_BACKGROUND__WORKERS": "1",
+        "RESPONSES_GATEWAY_BACKGROUND__MAX_QUEUED": "2",
+        "RESPONSES_GATEWAY_BACKGROUND__POLL_MS": "50",
+    }
+    gw = harness.start_gateway(harness.binary("GATEWAY_BIN", "responses-gateway"), upstream_server.base_url,
+                               tmp_path_factory.mktemp("background"), extra_env=env)
+    yield gw
+    gw.close()
+    gw.proc.stop()
+
+
+@pytest.fixture
+def client(bg: harness.Gateway, upstream_server: harness.Upstream):
+    upstream_server.reset()
+    with openai.OpenAI(base_url=bg.api_base, api_key="unused", max_retries=0, timeout=30) as c:
+        yield c
+
+
+def wait_status(c: openai.OpenAI, rid: str, want: set[str], timeout: float = 30.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        r = c.responses.retrieve(rid)
+        if r.status in want:
+            return r
+        assert time.monotonic() < deadline, f"{rid} stayed {r.status}, wanted {want}"
+        time.sleep(0.05)
+
+
+def slow(n: int = 40) -> dict:
+    """An answer of n tokens, 100 ms apart: it keeps the one worker busy for n/10 s."""
+    return {"text": ["tok "] * n, "token_delay_ms": 100}
+
+
+def test_background_runs_to_completion(client: openai.OpenAI, upstream_server: harness.Upstream):
+    upstream_server.push({"text": ["Done ", "later."]})
+    r = client.responses.create(model="m", input="take your time", background=True)
+    assert r.background is True
+    assert r.status in ("queued", "in_progress")
+    assert r.output == []
+    done = wait_status(client, r.id, {"completed"})
+    assert done.id == r.id and done.background is True
+    assert done.output_text == "Done later."
+    # It is stored like any response: it can be continued.
+    upstream_server.push({"text": ["Again."]})
+    follow = client.responses.create(model="m", input="more", previous_response_id=r.id)
+    assert follow.output_text == "Again."
+
+
+def test_cancel_running_and_queued(client: openai.OpenAI, upstream_server: harness.Upstream):
+    upstream_server.push(slow())
+    running = client.responses.create(model="m", input="long", background=True)
+    wait_status(client, running.id, {"in_progress"})
+    queued = client.responses.create(model="m", input="waits", background=True)
+    assert client.responses.retrieve(queued.id).status == "queued"
+    # A queued run is cancelled at once and never runs.
+    c = client.responses.cancel(queued.id)
+    assert c.status == "cancelled" and c.id == queued.id
+    assert client.responses.retrieve(queued.id).status == "cancelled"
+    # A running one stops, and is stored cancelled with what it had so far.
+    c = client.responses.cancel(running.id)
+    assert c.status == "cancelled", c.status
+    stored = client.responses.retrieve(running.id)
+    assert stored.status == "cancelled"
+    assert len(upstream_server.requests()) == 1, "the cancelled queued run reached the upstream"
+    # Idempotent.
+    assert client.responses.cancel(running.id).status == "cancelled"
+    assert client.responses.cancel(queued.id).status == "cancelled"
+
+
+def test_cancel_finished_foreground_and_unknown(client: openai.OpenAI, upstream_server: harness.Upstream):
+    upstream_server.push({"text": ["quick"]})
+    r = client.responses.create(model="m", input="hi", background=True)
+    wait_status(client, r.id, {"completed"})
+    # A finished background response is answered unchanged.
+    assert client.responses.cancel(r.id).status == "completed"
+    upstream_server.push({"text": ["fg"]})
+    fg = client.responses.create(model="m", input="hi")
+    with pytest.raises(openai.BadRequestError) as e:
+        client.responses.cancel(fg.id)
+    assert "background=true" in e.value.message
+    with pytest.raises(openai.NotFoundError):
+        client.responses.cancel("resp_" + "0" * 48)
+
+
+def test_bad_background_requests(client: openai.OpenAI, upstream_server: harness.Upstream):
+    with pytest.raises(openai.BadRequestError) as e:
+        client.responses.create(model="m", input="hi", background=True, store=False)
+    assert e.value.param == "background"
+    assert upstream_server.requests() == []
+
+
+def test_full_queue_is_429(client: openai.OpenAI, upstream_server: harness.Upstream):
+    upstream_server.push(slow(20))
+    running = client.responses.create(model="m", input="long", background=True)
+    wait_status(client, running.id, {"in_progress"})
+    waiting = [client.responses.create(model="m", input=f"w{i}", background=True) for i in range(2)]
+    with pytest.raises(openai.RateLimitError) as e:
+        client.responses.create(model="m", input="one too many", background=True)
+    assert "background.max_queued" in e.value.message
+    for r in [running, *waiting]:
+        client.responses.cancel(r.id)

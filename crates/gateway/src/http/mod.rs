@@ -18,7 +18,6 @@ pub mod rejections;
 pub mod responses;
 pub mod serve;
 pub mod sse;
-pub mod sse_sink;
 pub mod stored;
 pub mod vector_stores;
 

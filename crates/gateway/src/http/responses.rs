@@ -1,6 +1,6 @@
 //! `POST /v1/responses` (contract §1, §7, §8): parses the body, prepares the turn and hands
 //! it to the run driver (`turn::driver`); non-streaming answers the folded Response,
-//! `stream: true` answers SSE from the same events (`http::sse_sink`).
+//! `stream: true` answers SSE from the same events (`events::sse_sink`).
 
 use std::sync::Arc;
 
@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::auth::Tenant;
 use super::sse::SseBody;
-use super::sse_sink::SseSink;
+use crate::events::sse_sink::SseSink;
 use super::AppState;
 use crate::admission::{KeyId, StreamPermit, UpstreamPermit};
 use crate::error::{ErrorKind, GatewayError};
@@ -67,10 +67,21 @@ pub async fn create(
         Err(e) => return e.into_response(),
     };
     if prepared.base.background {
-        // Queued and answered at once; a worker runs it (`crate::background`).
+        // Queued and answered at once; a worker runs it (`crate::background`). Streamed, the
+        // answer follows the run's event log, as a resume would: a client that leaves does
+        // not stop the run.
         drop(permits);
-        return match state.background.submit(tenant.as_str(), &body, prepared).await {
-            Ok(queued) => axum::Json(queued).into_response(),
+        let stream = prepared.stream;
+        let queued = match state.background.submit(tenant.as_str(), &body, prepared).await {
+            Ok(queued) => queued,
+            Err(e) => return e.into_response(),
+        };
+        if !stream {
+            return axum::Json(queued).into_response();
+        }
+        return match state.background.follow(tenant.as_str(), &queued.id, None).await {
+            Ok(Some(rx)) => SseBody::new(rx, state.keepalive, None).into_response(),
+            Ok(None) => GatewayError::server(ErrorKind::Internal, "The background response has no event log.", None).into_response(),
             Err(e) => e.into_response(),
         };
     }

@@ -21,10 +21,12 @@ fn not_found(id: &str) -> GatewayError {
     GatewayError::not_found(None, format!("No response found with id '{id}'."), "response_not_found")
 }
 
-/// `GET /v1/responses/{id}`: the stored Response, whole (query `include[]` is accepted).
-/// With `stream=true`, an event stream that produces it, as SSE (`events::replay`).
-/// `starting_after` → 400 `unsupported_parameter`: the live events are not stored, so the
-/// replay's numbering is not the original stream's and resuming by it would skip events.
+/// `GET /v1/responses/{id}`: the stored Response, whole (query `include[]` is accepted), or
+/// a background response's current state (queued, in progress, cancelled, failed).
+/// `stream=true`: a background response's events from its durable log (all, or those after
+/// `starting_after`), then its live ones until the terminal event: the bytes its first stream
+/// sent (`crate::background`). A foreground stored response has no log: it is replayed as
+/// an event stream numbered anew (`events::replay`), and `starting_after` is a 400.
 pub async fn get(
     State(state): State<Arc<AppState>>,
     tenant: Tenant,
@@ -32,31 +34,39 @@ pub async fn get(
     RawQuery(query): RawQuery,
 ) -> Response {
     let mut stream = false;
+    let mut after = None;
     for (k, v) in url::form_urlencoded::parse(query.as_deref().unwrap_or("").as_bytes()) {
         match k.as_ref() {
             "stream" => stream = v.eq_ignore_ascii_case("true"),
-            "starting_after" => {
-                return GatewayError::bad_request(
-                    Some("starting_after".to_string()),
-                    "starting_after is not supported: this gateway does not keep the events of a stream, and a replay is numbered anew.",
-                )
-                .with_code("unsupported_parameter")
-                .into_response()
-            }
+            "starting_after" => match v.parse::<u64>() {
+                Ok(n) => after = Some(n),
+                Err(_) => {
+                    return GatewayError::bad_request(
+                        Some("starting_after".to_string()),
+                        format!("Invalid 'starting_after': expected a sequence number (a non-negative integer), got '{v}'."),
+                    )
+                    .with_code("invalid_value")
+                    .into_response()
+                }
+            },
             _ => {}
         }
     }
+    if stream {
+        return match state.background.follow(tenant.as_str(), &id, after).await {
+            Ok(Some(rx)) => super::sse::SseBody::new(rx, state.keepalive, None).into_response(),
+            Ok(None) => match state.store.response(tenant.as_str(), &id).await {
+                Ok(Some(r)) => replay(&id, r),
+                Ok(None) => not_found(&id).into_response(),
+                Err(e) => GatewayError::from(e).into_response(),
+            },
+            Err(e) => e.into_response(),
+        };
+    }
     match state.store.response(tenant.as_str(), &id).await {
-        Ok(Some(r)) if stream => replay(&id, r),
         Ok(Some(r)) => Json(r).into_response(),
-        // A background response not stored yet: queued, in progress, or cancelled early.
+        // A background response not stored yet: queued, in progress, or ended early.
         Ok(None) => match state.store.run_response(tenant.as_str(), &id).await {
-            Ok(Some(_)) if stream => GatewayError::bad_request(
-                Some("stream".to_string()),
-                "Streaming a background response that has not finished is not supported yet; poll it without stream.",
-            )
-            .with_code("unsupported_parameter")
-            .into_response(),
             Ok(Some(r)) => Json(r).into_response(),
             Ok(None) => not_found(&id).into_response(),
             Err(e) => GatewayError::from(e).into_response(),
@@ -81,7 +91,11 @@ pub async fn cancel(State(state): State<Arc<AppState>>, tenant: Tenant, Path(id)
                 "Responses can only be cancelled if they were created with background=true.",
             )
             .with_code("invalid_request")),
-            None => Err(not_found(&id)),
+            None => match state.store.run_response(tenant.as_str(), &id).await? {
+                // Failed before it started, or its process died.
+                Some(r) => Ok(r),
+                None => Err(not_found(&id)),
+            },
         }
     }
     .await;
@@ -99,7 +113,7 @@ fn replay(id: &str, stored: serde_json::Value) -> Response {
     };
     let mut body = Vec::new();
     for (seq, kind) in (0u64..).zip(events::replay::events(&stored)) {
-        if let Some(frame) = super::sse_sink::frame(&kind, seq) {
+        if let Some(frame) = crate::events::sse_sink::frame(&kind, seq) {
             body.extend_from_slice(&frame);
         }
     }

@@ -257,6 +257,16 @@ pub trait Store: Send + Sync + Debug {
     fn cancel_run<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<RunCancel, StoreError>>;
     /// Removes a run whose turn is stored in `responses`.
     fn finish_run<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// Appends frames to a response's event log, the first with sequence number `first_seq`.
+    fn append_events<'a>(&'a self, id: &'a str, first_seq: u64, frames: Vec<String>) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// At most `limit` frames of the log after sequence number `after` (all: `None`), in
+    /// order, with their sequence numbers.
+    fn events_after<'a>(&'a self, id: &'a str, after: Option<u64>, limit: usize) -> BoxFuture<'a, Result<Vec<(u64, String)>, StoreError>>;
+    /// In-progress runs whose lease expired (their worker died): id and Response.
+    fn expired_runs(&self, limit: usize) -> BoxFuture<'_, Result<Vec<(String, Value)>, StoreError>>;
+    /// Marks an expired run `failed` with `response`; `false` when it was no longer expired
+    /// (renewed, or another replica reaped it first).
+    fn reap_run<'a>(&'a self, id: &'a str, response: String) -> BoxFuture<'a, Result<bool, StoreError>>;
     /// What a turn on the conversation starts from (None: unknown conversation).
     fn conversation_context<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<ConversationContext>, StoreError>>;
 }

@@ -48,9 +48,13 @@ enum Op {
     CancelRun,
     FinishRun,
     FailRun,
+    AppendEvents,
+    EventsAfter,
+    ExpiredRuns,
+    ReapRun,
 }
 
-const OPS: [&str; 26] = [
+const OPS: [&str; 30] = [
     "ping",
     "transcript",
     "response",
@@ -77,6 +81,10 @@ const OPS: [&str; 26] = [
     "cancel_run",
     "finish_run",
     "fail_run",
+    "append_events",
+    "events_after",
+    "expired_runs",
+    "reap_run",
 ];
 
 /// A [`Store`] that records how long each operation of `inner` takes.
@@ -193,6 +201,18 @@ impl Store for TimedStore {
     }
     fn finish_run<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         self.time(Op::FinishRun, self.inner.finish_run(id))
+    }
+    fn append_events<'a>(&'a self, id: &'a str, first_seq: u64, frames: Vec<String>) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.time(Op::AppendEvents, self.inner.append_events(id, first_seq, frames))
+    }
+    fn events_after<'a>(&'a self, id: &'a str, after: Option<u64>, limit: usize) -> BoxFuture<'a, Result<Vec<(u64, String)>, StoreError>> {
+        self.time(Op::EventsAfter, self.inner.events_after(id, after, limit))
+    }
+    fn expired_runs(&self, limit: usize) -> BoxFuture<'_, Result<Vec<(String, Value)>, StoreError>> {
+        self.time(Op::ExpiredRuns, self.inner.expired_runs(limit))
+    }
+    fn reap_run<'a>(&'a self, id: &'a str, response: String) -> BoxFuture<'a, Result<bool, StoreError>> {
+        self.time(Op::ReapRun, self.inner.reap_run(id, response))
     }
     fn conversation_context<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<ConversationContext>, StoreError>> {
         self.time(Op::ConversationContext, self.inner.conversation_context(project, id))

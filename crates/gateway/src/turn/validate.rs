@@ -143,13 +143,6 @@ pub fn validate(
     if background && req.store == Some(false) {
         return Err(bad("background", "Background mode requires store=true: a background response is stored.", "invalid_value"));
     }
-    if background && req.stream == Some(true) {
-        return Err(bad(
-            "stream",
-            "Streaming a background response is not supported yet: create it without stream and poll GET /v1/responses/{id}.",
-            "unsupported_parameter",
-        ));
-    }
     let items: Vec<InputItem> = match req.input.take() {
         Some(Input::Text(s)) => vec![InputItem::Message(protocol::input::InputMessage {
             role: protocol::input::Role::User,

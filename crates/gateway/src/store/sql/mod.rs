@@ -62,6 +62,13 @@ impl MigrationSource<'static> for Embedded {
                     Cow::Borrowed(include_str!("../../../migrations/0004_runs.sql")),
                     false,
                 ),
+                Migration::new(
+                    5,
+                    Cow::Borrowed("response_events"),
+                    MigrationType::Simple,
+                    Cow::Borrowed(include_str!("../../../migrations/0005_response_events.sql")),
+                    false,
+                ),
             ])
         })
     }
@@ -390,6 +397,22 @@ impl Store for SqlStore {
 
     fn finish_run<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(self.remove_run(id))
+    }
+
+    fn append_events<'a>(&'a self, id: &'a str, first_seq: u64, frames: Vec<String>) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.insert_events(id, first_seq, frames))
+    }
+
+    fn events_after<'a>(&'a self, id: &'a str, after: Option<u64>, limit: usize) -> BoxFuture<'a, Result<Vec<(u64, String)>, StoreError>> {
+        Box::pin(self.read_events(id, after, limit))
+    }
+
+    fn expired_runs(&self, limit: usize) -> BoxFuture<'_, Result<Vec<(String, Value)>, StoreError>> {
+        Box::pin(self.expired(limit))
+    }
+
+    fn reap_run<'a>(&'a self, id: &'a str, response: String) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(self.reap(id, response))
     }
 
     fn conversation_context<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<ConversationContext>, StoreError>> {

@@ -146,6 +146,70 @@ impl SqlStore {
         Ok(if done.rows_affected() > 0 { RunCancel::Requested } else { RunCancel::NotFound })
     }
 
+    /// The frames in one transaction (a follower never sees half a batch).
+    pub(super) async fn insert_events(&self, id: &str, first_seq: u64, frames: Vec<String>) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        for (i, frame) in frames.into_iter().enumerate() {
+            let seq = i64::try_from(first_seq).unwrap_or(i64::MAX).saturating_add(i64::try_from(i).unwrap_or(i64::MAX));
+            sqlx::query("INSERT INTO response_events (response_id, seq, frame) VALUES ($1, $2, $3) ON CONFLICT (response_id, seq) DO NOTHING")
+                .bind(id)
+                .bind(seq)
+                .bind(frame)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(())
+    }
+
+    pub(super) async fn read_events(&self, id: &str, after: Option<u64>, limit: usize) -> Result<Vec<(u64, String)>, StoreError> {
+        let after = after.map_or(-1, |a| i64::try_from(a).unwrap_or(i64::MAX));
+        let rows = sqlx::query("SELECT seq, frame FROM response_events WHERE response_id = $1 AND seq > $2 ORDER BY seq LIMIT $3")
+            .bind(id)
+            .bind(after)
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                let seq: i64 = r.try_get(0).map_err(db_err)?;
+                Ok((u64::try_from(seq).unwrap_or(0), r.try_get(1).map_err(db_err)?))
+            })
+            .collect()
+    }
+
+    pub(super) async fn expired(&self, limit: usize) -> Result<Vec<(String, Value)>, StoreError> {
+        let rows = sqlx::query("SELECT response_id, response FROM runs WHERE status = 'in_progress' AND lease_until < $1 LIMIT $2")
+            .bind(now_ms())
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let id: String = r.try_get(0).map_err(db_err)?;
+            let text: String = r.try_get(1).map_err(db_err)?;
+            let response = parse(&text, "run", &id)?;
+            out.push((id, response));
+        }
+        Ok(out)
+    }
+
+    pub(super) async fn reap(&self, id: &str, response: String) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE runs SET status = 'failed', response = $2 WHERE response_id = $1 AND status = 'in_progress' AND lease_until < $3",
+        )
+        .bind(id)
+        .bind(response)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(done.rows_affected() > 0)
+    }
+
     pub(super) async fn remove_run(&self, id: &str) -> Result<(), StoreError> {
         sqlx::query("DELETE FROM runs WHERE response_id = $1").bind(id).execute(&self.pool).await.map_err(db_err)?;
         Ok(())

@@ -6,7 +6,12 @@
 //! run at once and an in-progress one through its worker: in this process at once, on
 //! another replica at that worker's next heartbeat.
 //!
-//! The worker holds a lease on its run, renewed every third of `background.lease_ms`.
+//! The worker holds a lease on its run, renewed every third of `background.lease_ms`; a run
+//! whose lease expired (its process died) is marked `failed` by any replica's idle worker,
+//! within `lease_ms` plus `poll_ms`. Its events go to the run's log ([`log`]), which a
+//! streamed background request, and any resume (`starting_after`), follow.
+
+pub mod log;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,13 +20,17 @@ use std::time::Duration;
 
 use protocol::{Response, ResponseStatus};
 use serde_json::Value;
-use tokio::sync::{watch, Notify};
+use bytes::Bytes;
+use protocol::events::EventKind;
+use tokio::sync::{mpsc, watch, Notify};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::background::BackgroundConfig;
 use crate::error::GatewayError;
 use crate::events::ids::new_id;
+use crate::events::sse_sink::SseSink;
+use log::RunLog;
 use crate::executors::Registry;
 use crate::store::{ClaimedRun, RunCancel, Store, StoreError};
 use crate::turn::{self, driver, Prepared, Runner, Sizes};
@@ -41,11 +50,12 @@ pub struct Deps {
     pub shutdown: CancellationToken,
 }
 
-/// A run executing in this process: how to cancel it, and when it is stored.
+/// A run executing in this process: how to cancel it, when it is stored, and its events.
 struct Local {
     cancel: CancellationToken,
     by_client: Arc<AtomicBool>,
     done: watch::Receiver<bool>,
+    log: Arc<RunLog>,
 }
 
 /// The background runs of this process: submitting, cancelling, and the workers.
@@ -150,6 +160,7 @@ impl Background {
             match self.deps.store.claim_run(&owner, self.config.lease_ms).await {
                 Ok(Some(run)) => Box::pin(self.execute(run, &owner)).await,
                 Ok(None) => {
+                    self.reap().await;
                     tokio::select! {
                         () = self.wake.notified() => {}
                         () = tokio::time::sleep(poll) => {}
@@ -180,19 +191,25 @@ impl Background {
         };
         let (done_tx, done_rx) = watch::channel(false);
         let (cancel, by_client) = (prepared.cancel.clone(), prepared.cancelled_by_client.clone());
-        self.local
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(id.clone(), Local { cancel: cancel.clone(), by_client: by_client.clone(), done: done_rx });
+        let run_log = RunLog::new();
+        let (frames_tx, frames_rx) = mpsc::unbounded_channel();
+        let pump = tokio::spawn(log::pump(frames_rx, run_log.clone(), self.deps.store.clone(), id.clone()));
+        self.local.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(
+            id.clone(),
+            Local { cancel: cancel.clone(), by_client: by_client.clone(), done: done_rx, log: run_log },
+        );
         let mut in_progress = prepared.base.clone();
         in_progress.status = ResponseStatus::InProgress;
         let _ = self.deps.store.beat_run(&id, owner, self.config.lease_ms, serde_json::to_string(&in_progress).ok()).await;
         let beating = CancellationToken::new();
         let heartbeat = tokio::spawn(heartbeat(self.deps.store.clone(), id.clone(), owner.to_string(), self.config.lease_ms, cancel, by_client, beating.clone()));
-        let turn = driver::start(prepared, None);
+        // The same sink as a foreground stream: the log holds the bytes a stream sends.
+        let turn = driver::start(prepared, Some(Box::new(SseSink::new(frames_tx))));
         if let Err(e) = Box::pin(turn.run(&self.deps.runner)).await {
             tracing::error!(response_id = %id, error = %e, "a background run could not be stored");
         }
+        // The turn (and so its sink) is gone: the pump writes the last frames and ends.
+        let _ = pump.await;
         beating.cancel();
         let _ = heartbeat.await;
         if let Err(e) = self.deps.store.finish_run(&id).await {
@@ -233,6 +250,123 @@ impl Background {
         }
         if let Err(e) = self.deps.store.fail_run(&run.response_id, owner, response.to_string()).await {
             tracing::warn!(response_id = %run.response_id, error = %e, "marking a background run failed");
+        }
+    }
+}
+
+impl Background {
+    /// Follows the events of response `id` of `project` after sequence number `after` (all:
+    /// `None`): the frames go to the returned channel until the terminal one. From this
+    /// process's memory when the run executes here, else from the store's log, read every
+    /// [`log::POLL`]. `None` for a stored response without an event log (not a background
+    /// one) when `after` is `None`. Errors: 404 for an unknown id; 400 naming
+    /// `starting_after` when `after` is past the log's end, or there is no log.
+    pub async fn follow(
+        self: &Arc<Self>,
+        project: &str,
+        id: &str,
+        after: Option<u64>,
+    ) -> Result<Option<mpsc::UnboundedReceiver<Bytes>>, GatewayError> {
+        let store = &self.deps.store;
+        let stored = store.response(project, id).await?;
+        if stored.is_none() && store.run_response(project, id).await?.is_none() {
+            return Err(GatewayError::not_found(None, format!("No response found with id '{id}'."), "response_not_found"));
+        }
+        let past_end = || {
+            GatewayError::bad_request(
+                Some("starting_after".to_string()),
+                format!("Invalid 'starting_after': response '{id}' has no event with a sequence number after it (or no event log)."),
+            )
+            .with_code("invalid_value")
+        };
+        let local = self.local_log(id);
+        match (after, &local) {
+            (Some(n), Some(log)) if usize::try_from(n).unwrap_or(usize::MAX) >= log.len() => return Err(past_end()),
+            (Some(n), None) => {
+                let at = store.events_after(id, n.checked_sub(1), 1).await?;
+                if at.first().map(|(seq, _)| *seq) != Some(n) {
+                    return Err(past_end());
+                }
+            }
+            // A stored response without a log (not a background one) has nothing to follow.
+            (None, None) if stored.is_some() && store.events_after(id, None, 1).await?.is_empty() => return Ok(None),
+            _ => {}
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (me, project, id) = (self.clone(), project.to_string(), id.to_string());
+        tokio::spawn(async move { me.follow_into(&project, &id, after, tx).await });
+        Ok(Some(rx))
+    }
+
+    fn local_log(&self, id: &str) -> Option<Arc<RunLog>> {
+        self.local.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(id).map(|l| l.log.clone())
+    }
+
+    async fn follow_into(&self, project: &str, id: &str, mut last: Option<u64>, tx: mpsc::UnboundedSender<Bytes>) {
+        let store = &self.deps.store;
+        loop {
+            if let Some(log) = self.local_log(id) {
+                return log.follow(last, &tx).await;
+            }
+            let frames = match store.events_after(id, last, 256).await {
+                Ok(f) => f,
+                Err(e) => {
+                    tracing::warn!(response_id = %id, error = %e, "reading a background run's events failed");
+                    Vec::new()
+                }
+            };
+            let got = !frames.is_empty();
+            for (seq, frame) in frames {
+                let terminal = log::is_terminal(&frame);
+                if tx.send(Bytes::from(frame)).is_err() {
+                    return;
+                }
+                last = Some(seq);
+                if terminal {
+                    return;
+                }
+            }
+            if !got {
+                // Nothing new: a run that ended without a terminal frame (cancelled before
+                // it started) has nothing more to send.
+                let pending = matches!(
+                    store.run_response(project, id).await,
+                    Ok(Some(r)) if matches!(r.get("status").and_then(Value::as_str), Some("queued" | "in_progress"))
+                );
+                if !pending && store.events_after(id, last, 1).await.map(|f| f.is_empty()).unwrap_or(true) {
+                    return;
+                }
+                if tx.is_closed() {
+                    return;
+                }
+                tokio::time::sleep(log::POLL).await;
+            }
+        }
+    }
+
+    /// Marks runs whose worker stopped renewing their lease (its process died) `failed`,
+    /// and ends their log with `response.failed`, so followers end too.
+    async fn reap(&self) {
+        let store = &self.deps.store;
+        let Ok(expired) = store.expired_runs(16).await else { return };
+        for (id, mut response) in expired {
+            if let Some(o) = response.as_object_mut() {
+                o.insert("status".into(), Value::String("failed".into()));
+                o.insert(
+                    "error".into(),
+                    serde_json::json!({"code": "server_error", "message": "The gateway process running this response stopped before it finished."}),
+                );
+            }
+            match store.reap_run(&id, response.to_string()).await {
+                Ok(true) => {}
+                _ => continue,
+            }
+            tracing::warn!(response_id = %id, "a background run's worker stopped renewing its lease: marked failed");
+            let seq = store.events_after(&id, None, usize::MAX).await.map(|f| f.last().map_or(0, |(s, _)| s + 1)).unwrap_or(0);
+            let Ok(parsed) = serde_json::from_value::<Response>(response) else { continue };
+            if let Some(frame) = crate::events::sse_sink::frame(&EventKind::Failed { response: Box::new(parsed) }, seq) {
+                let _ = store.append_events(&id, seq, vec![String::from_utf8_lossy(&frame).into_owned()]).await;
+            }
         }
     }
 }

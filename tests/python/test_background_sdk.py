@@ -14,11 +14,14 @@ import openai
 import pytest
 
 import harness
+import search_fixture
 
 
 @pytest.fixture(scope="module")
-def bg(upstream_server: harness.Upstream, tmp_path_factory: pytest.TempPathFactory):
+def bg(upstream_server: harness.Upstream, search_server: search_fixture.SearchFixture,
+       tmp_path_factory: pytest.TempPathFactory):
     env = {
+        **search_server.gateway_env(),
         "RESPONSES_GATEWAY_BACKGROUND__WORKERS": "1",
         "RESPONSES_GATEWAY_BACKGROUND__MAX_QUEUED": "2",
         "RESPONSES_GATEWAY_BACKGROUND__POLL_MS": "50",
@@ -120,3 +123,27 @@ def test_full_queue_is_429(client: openai.OpenAI, upstream_server: harness.Upstr
     assert "background.max_queued" in e.value.message
     for r in [running, *waiting]:
         client.responses.cancel(r.id)
+
+
+def test_cancel_stops_a_running_tool_call(client: openai.OpenAI, upstream_server: harness.Upstream,
+                                           search_server: search_fixture.SearchFixture):
+    """The run's web search is slow at the backend; a cancel stops the call (the search item
+    fails) instead of waiting for it, and no later round reaches the upstream."""
+    search_server.reset("slow")
+    try:
+        upstream_server.push({"tool_calls": [{"name": "web_search", "arguments": '{"query": "weather"}'}]},
+                             {"text": ["never"]})
+        r = client.responses.create(model="m", input="search", tools=[{"type": "web_search"}], background=True)
+        deadline = time.monotonic() + 30
+        while not search_server.queries:
+            assert time.monotonic() < deadline, "the search never started"
+            time.sleep(0.05)
+        c = client.responses.cancel(r.id)
+        assert c.status == "cancelled"
+        # Had the cancel waited for the search (it answers after 8 s), the item would be
+        # completed.
+        search = [i for i in c.output if i.type == "web_search_call"]
+        assert search and search[0].status == "failed", search
+        assert len(upstream_server.requests()) == 1, "a round after the cancel reached the upstream"
+    finally:
+        search_server.reset()

@@ -305,7 +305,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
         }
         let ran_gateway = !gateway.is_empty();
         let tools_start = Instant::now();
-        let done = Box::pin(execute::run_calls(gateway, emitter, limits.max_parallel, limits.call_timeout, &mut files, observed)).await;
+        let done = Box::pin(execute::run_calls(gateway, emitter, limits.max_parallel, limits.call_timeout, &mut files, observed, &cancel)).await;
         if ran_gateway {
             done_ctx.tool_time += tools_start.elapsed();
         }

@@ -204,3 +204,18 @@ def test_killed_replica_run_is_failed_within_the_lease(upstream_server: harness.
     finally:
         b.close()
         b.proc.stop()
+
+
+def test_in_progress_shows_the_output_so_far(gw: harness.Gateway, upstream_server: harness.Upstream):
+    upstream_server.reset()
+    upstream_server.push(slow(40, delay=100))
+    with openai.OpenAI(base_url=gw.api_base, api_key="unused", max_retries=0) as c:
+        run = c.responses.create(model="m", input="long", background=True)
+        stream = c.responses.retrieve(run.id, stream=True)
+        for ev in stream:
+            if ev.type == "response.output_text.delta" and ev.sequence_number > 8:
+                break
+        now = c.responses.retrieve(run.id)
+        assert now.status == "in_progress"
+        assert now.output_text.startswith("t0 t1 t2"), now.output_text
+        c.responses.cancel(run.id)

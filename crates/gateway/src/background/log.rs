@@ -50,7 +50,7 @@ impl RunLog {
     }
 
     /// Frames from index `from` on (a clone of each `Bytes`: no copy).
-    fn since(&self, from: usize) -> Vec<Bytes> {
+    pub fn since(&self, from: usize) -> Vec<Bytes> {
         let f = self.frames.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         f.get(from..).map(<[Bytes]>::to_vec).unwrap_or_default()
     }

@@ -298,6 +298,31 @@ impl Background {
         Ok(Some(rx))
     }
 
+    /// What `GET /v1/responses/{id}` shows of a run not stored yet: its Response, and for one
+    /// in progress the output so far, folded from its event log (this process's memory, or
+    /// the store's). `None` when there is no such run.
+    pub async fn current(&self, project: &str, id: &str) -> Result<Option<Value>, GatewayError> {
+        let Some(snapshot) = self.deps.store.run_response(project, id).await? else { return Ok(None) };
+        if snapshot.get("status").and_then(Value::as_str) != Some("in_progress") {
+            return Ok(Some(snapshot));
+        }
+        let frames: Vec<String> = match self.local_log(id) {
+            Some(log) => log.since(0).iter().map(|f| String::from_utf8_lossy(f).into_owned()).collect(),
+            None => self.deps.store.events_after(id, None, usize::MAX).await?.into_iter().map(|(_, f)| f).collect(),
+        };
+        let Ok(base) = serde_json::from_value::<Response>(snapshot.clone()) else { return Ok(Some(snapshot)) };
+        let mut acc = crate::events::accumulator::Accumulator::new(base);
+        for frame in &frames {
+            let data = frame.split_once("\ndata: ").map_or("", |(_, d)| d.trim_end());
+            if let Ok(event) = serde_json::from_str::<protocol::events::StreamEvent>(data) {
+                acc.fold(event.kind);
+            }
+        }
+        let mut current = acc.response;
+        current.status = ResponseStatus::InProgress;
+        Ok(Some(serde_json::to_value(&current).unwrap_or(snapshot)))
+    }
+
     fn local_log(&self, id: &str) -> Option<Arc<RunLog>> {
         self.local.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(id).map(|l| l.log.clone())
     }

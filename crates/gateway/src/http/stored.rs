@@ -65,11 +65,12 @@ pub async fn get(
     }
     match state.store.response(tenant.as_str(), &id).await {
         Ok(Some(r)) => Json(r).into_response(),
-        // A background response not stored yet: queued, in progress, or ended early.
-        Ok(None) => match state.store.run_response(tenant.as_str(), &id).await {
+        // A background response not stored yet: queued, in progress (with its output so
+        // far), or ended early.
+        Ok(None) => match state.background.current(tenant.as_str(), &id).await {
             Ok(Some(r)) => Json(r).into_response(),
             Ok(None) => not_found(&id).into_response(),
-            Err(e) => GatewayError::from(e).into_response(),
+            Err(e) => e.into_response(),
         },
         Err(e) => GatewayError::from(e).into_response(),
     }

@@ -147,3 +147,43 @@ def test_cancel_stops_a_running_tool_call(client: openai.OpenAI, upstream_server
         assert len(upstream_server.requests()) == 1, "a round after the cancel reached the upstream"
     finally:
         search_server.reset()
+
+
+def test_background_turn_with_gateway_and_client_tools(client: openai.OpenAI, upstream_server: harness.Upstream,
+                                                       search_server: search_fixture.SearchFixture):
+    """A background turn runs web_search and file_search, then ends `completed` with the
+    client's function call; the client answers it by previous_response_id in a new
+    background turn."""
+    search_server.reset()
+    f = client.files.create(file=("notes.md", b"The team's office is in Ghent, next to the old harbour."),
+                            purpose="assistants")
+    vs = client.vector_stores.create(name="notes")
+    client.vector_stores.files.create_and_poll(vector_store_id=vs.id, file_id=f.id)
+    weather = {"type": "function", "name": "get_weather",
+               "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
+    tools = [{"type": "web_search"}, {"type": "file_search", "vector_store_ids": [vs.id]}, weather]
+    upstream_server.push(
+        {"tool_calls": [{"name": "web_search", "arguments": '{"query": "Ghent weather"}'},
+                        {"name": "file_search", "arguments": '{"queries": ["office city"]}'}]},
+        {"tool_calls": [{"name": "get_weather", "arguments": '{"city": "Ghent"}'}]},
+    )
+    r = client.responses.create(model="m", input="Weather at our office?", tools=tools, background=True)
+    done = wait_status(client, r.id, {"completed", "failed", "incomplete"})
+    assert done.status == "completed", done
+    types = [i.type for i in done.output]
+    assert "web_search_call" in types and "file_search_call" in types, types
+    call = done.output[-1]
+    assert call.type == "function_call" and call.name == "get_weather"
+    # The gateway ran both searches; what the model read came back to it in round 2.
+    assert search_server.queries and search_server.queries[0]["q"] == ["Ghent weather"]
+    round2 = upstream_server.requests()[1]["body"]["messages"]
+    assert any("old harbour" in str(m.get("content")) for m in round2), "file_search results not given to the model"
+    upstream_server.push({"text": ["Sunny in Ghent."]})
+    follow = client.responses.create(
+        model="m", tools=tools, background=True, previous_response_id=r.id,
+        input=[{"type": "function_call_output", "call_id": call.call_id, "output": "18C, sunny"}],
+    )
+    final = wait_status(client, follow.id, {"completed", "failed", "incomplete"})
+    assert final.status == "completed" and final.output_text == "Sunny in Ghent."
+    last = upstream_server.requests()[-1]["body"]["messages"]
+    assert any(m.get("role") == "tool" and "18C" in str(m.get("content")) for m in last)

@@ -219,3 +219,29 @@ def test_in_progress_shows_the_output_so_far(gw: harness.Gateway, upstream_serve
         assert now.status == "in_progress"
         assert now.output_text.startswith("t0 t1 t2"), now.output_text
         c.responses.cancel(run.id)
+
+
+def test_a_stream_waiting_for_a_queued_run_ends_when_it_is_cancelled(gw: harness.Gateway, upstream_server: harness.Upstream):
+    """The one worker is busy; a streamed background request waits in the queue; cancelling
+    it ends that stream with a terminal event (status cancelled)."""
+    upstream_server.reset()
+    upstream_server.push(slow(60, delay=100))
+    with openai.OpenAI(base_url=gw.api_base, api_key="unused", max_retries=0, timeout=60) as c:
+        busy = c.responses.create(model="m", input="long", background=True)
+        deadline = time.monotonic() + 30
+        while c.responses.retrieve(busy.id).status != "in_progress":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        waiting = c.responses.create(model="m", input="waits", background=True, stream=True)
+        events = iter(waiting)
+        # The stream starts at once, while the run waits for the busy worker.
+        got = [next(events), next(events)]
+        assert [e.type for e in got] == ["response.created", "response.queued"]
+        assert got[0].response.status == "queued" and got[0].response.background is True
+        rid = got[0].response.id
+        assert c.responses.retrieve(rid).status == "queued"
+        assert c.responses.cancel(rid).status == "cancelled"
+        got += list(events)
+        assert [e.type for e in got] == ["response.created", "response.queued", "response.incomplete"], [e.type for e in got]
+        assert got[-1].response.status == "cancelled"
+        c.responses.cancel(busy.id)

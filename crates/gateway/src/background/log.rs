@@ -33,7 +33,13 @@ pub struct RunLog {
 
 impl RunLog {
     pub fn new() -> Arc<RunLog> {
-        Arc::new(RunLog { frames: Mutex::new(Vec::new()), len: watch::channel((0, false)).0 })
+        RunLog::with(Vec::new())
+    }
+
+    /// A log that starts with `frames` (sequence numbers 0, 1, …).
+    pub fn with(frames: Vec<Bytes>) -> Arc<RunLog> {
+        let n = frames.len();
+        Arc::new(RunLog { frames: Mutex::new(frames), len: watch::channel((n, false)).0 })
     }
 
     fn push(&self, frame: Bytes) {
@@ -95,11 +101,11 @@ impl RunLog {
 }
 
 /// Reads the run's sink frames from `rx` into `log` and the store, in order, until the sink
-/// is dropped (the turn ended); then the log is complete. Empty frames (the sink's flush
-/// marks) are skipped. A failed store write is logged and retried with the next batch.
-pub async fn pump(mut rx: mpsc::UnboundedReceiver<Bytes>, log: Arc<RunLog>, store: Arc<dyn Store>, id: String) {
+/// is dropped (the turn ended); then the log is complete. The store's log already holds
+/// `written` frames. Empty frames (the sink's flush marks) are skipped. A failed store write
+/// is logged and retried with the next batch.
+pub async fn pump(mut rx: mpsc::UnboundedReceiver<Bytes>, log: Arc<RunLog>, store: Arc<dyn Store>, id: String, mut written: u64) {
     let mut pending: Vec<String> = Vec::new();
-    let mut written: u64 = 0;
     let mut open = true;
     while open {
         // Wait for a frame; then take what else arrives within BATCH_WAIT, up to BATCH.
@@ -122,8 +128,12 @@ pub async fn pump(mut rx: mpsc::UnboundedReceiver<Bytes>, log: Arc<RunLog>, stor
         }
         if !pending.is_empty() {
             let n = pending.len() as u64;
-            match store.append_events(&id, written, std::mem::take(&mut pending)).await {
-                Ok(()) => written += n,
+            // Kept until written: a failed write is retried with the next batch.
+            match store.append_events(&id, written, pending.clone()).await {
+                Ok(()) => {
+                    written += n;
+                    pending.clear();
+                }
                 Err(e) => tracing::warn!(response_id = %id, error = %e, "writing a background run's events failed"),
             }
         }

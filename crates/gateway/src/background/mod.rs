@@ -106,7 +106,11 @@ impl Background {
         response.status = ResponseStatus::Queued;
         let request = String::from_utf8_lossy(body).into_owned();
         let snapshot = serde_json::to_string(&response).map_err(|e| GatewayError::from(StoreError::Other(e.to_string())))?;
-        let queued = self.deps.store.enqueue_run(project, &response.id, request, snapshot, self.config.max_queued).await?;
+        // Its stream starts now: `response.created` and `response.queued` (0 and 1); the
+        // worker's emitter goes on from `response.in_progress` (2).
+        let kinds = [EventKind::Created { response: Box::new(response.clone()) }, EventKind::Queued { response: Box::new(response.clone()) }];
+        let frames = frames_of(&kinds, 0);
+        let queued = self.deps.store.enqueue_run(project, &response.id, request, snapshot, self.config.max_queued, frames).await?;
         if !queued {
             return Err(GatewayError::rate_limited(format!(
                 "The background queue is full ({} runs wait; background.max_queued). Please retry later.",
@@ -123,7 +127,10 @@ impl Background {
     pub async fn cancel(&self, project: &str, id: &str) -> Result<Option<Value>, GatewayError> {
         match self.deps.store.cancel_run(project, id).await? {
             RunCancel::NotFound => Ok(None),
-            RunCancel::Cancelled(response) => Ok(Some(response)),
+            RunCancel::Cancelled(response) => {
+                self.end_unstarted_log(id, &response).await;
+                Ok(Some(response))
+            }
             RunCancel::Requested => {
                 let done = self.local.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(id).map(|l| {
                     l.by_client.store(true, Ordering::Release);
@@ -191,9 +198,18 @@ impl Background {
         };
         let (done_tx, done_rx) = watch::channel(false);
         let (cancel, by_client) = (prepared.cancel.clone(), prepared.cancelled_by_client.clone());
-        let run_log = RunLog::new();
+        // The log so far: the two frames written when the run was queued.
+        let first: Vec<Bytes> = match self.deps.store.events_after(&id, None, 2).await {
+            Ok(f) => f.into_iter().map(|(_, f)| Bytes::from(f)).collect(),
+            Err(e) => {
+                tracing::warn!(response_id = %id, error = %e, "reading a background run's first events failed");
+                Vec::new()
+            }
+        };
+        let written = first.len() as u64;
+        let run_log = RunLog::with(first);
         let (frames_tx, frames_rx) = mpsc::unbounded_channel();
-        let pump = tokio::spawn(log::pump(frames_rx, run_log.clone(), self.deps.store.clone(), id.clone()));
+        let pump = tokio::spawn(log::pump(frames_rx, run_log.clone(), self.deps.store.clone(), id.clone(), written));
         self.local.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(
             id.clone(),
             Local { cancel: cancel.clone(), by_client: by_client.clone(), done: done_rx, log: run_log },
@@ -204,7 +220,7 @@ impl Background {
         let beating = CancellationToken::new();
         let heartbeat = tokio::spawn(heartbeat(self.deps.store.clone(), id.clone(), owner.to_string(), self.config.lease_ms, cancel, by_client, beating.clone()));
         // The same sink as a foreground stream: the log holds the bytes a stream sends.
-        let turn = driver::start(prepared, Some(Box::new(SseSink::new(frames_tx))));
+        let turn = driver::start_dequeued(prepared, Some(Box::new(SseSink::new(frames_tx))));
         if let Err(e) = Box::pin(turn.run(&self.deps.runner)).await {
             tracing::error!(response_id = %id, error = %e, "a background run could not be stored");
         }
@@ -323,6 +339,21 @@ impl Background {
         Ok(Some(serde_json::to_value(&current).unwrap_or(snapshot)))
     }
 
+    /// A run cancelled before it started has only its first two events: its log gets
+    /// `response.incomplete` (status `cancelled`, 2), so that a stream waiting for it ends
+    /// with a terminal event. Nothing when the log has more (a repeated cancel).
+    async fn end_unstarted_log(&self, id: &str, cancelled: &Value) {
+        let store = &self.deps.store;
+        if !matches!(store.events_after(id, Some(1), 1).await, Ok(f) if f.is_empty()) {
+            return;
+        }
+        let Ok(cancelled) = serde_json::from_value::<Response>(cancelled.clone()) else { return };
+        let frames = frames_of(&[EventKind::Incomplete { response: Box::new(cancelled) }], 2);
+        if let Err(e) = store.append_events(id, 2, frames).await {
+            tracing::warn!(response_id = %id, error = %e, "ending a cancelled run's event log failed");
+        }
+    }
+
     fn local_log(&self, id: &str) -> Option<Arc<RunLog>> {
         self.local.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(id).map(|l| l.log.clone())
     }
@@ -389,11 +420,18 @@ impl Background {
             tracing::warn!(response_id = %id, "a background run's worker stopped renewing its lease: marked failed");
             let seq = store.events_after(&id, None, usize::MAX).await.map(|f| f.last().map_or(0, |(s, _)| s + 1)).unwrap_or(0);
             let Ok(parsed) = serde_json::from_value::<Response>(response) else { continue };
-            if let Some(frame) = crate::events::sse_sink::frame(&EventKind::Failed { response: Box::new(parsed) }, seq) {
-                let _ = store.append_events(&id, seq, vec![String::from_utf8_lossy(&frame).into_owned()]).await;
-            }
+            let _ = store.append_events(&id, seq, frames_of(&[EventKind::Failed { response: Box::new(parsed) }], seq)).await;
         }
     }
+}
+
+/// The SSE frames of `kinds`, numbered from `first_seq`, as the log stores them.
+fn frames_of(kinds: &[EventKind], first_seq: u64) -> Vec<String> {
+    (first_seq..)
+        .zip(kinds)
+        .filter_map(|(seq, k)| crate::events::sse_sink::frame(k, seq))
+        .map(|f| String::from_utf8_lossy(&f).into_owned())
+        .collect()
 }
 
 /// Renews the run's lease every third of `lease_ms` until `stop`; a cancel asked through

@@ -134,6 +134,19 @@ impl Emitter {
         self.seq += 2;
     }
 
+    /// Starts a background run whose stream already holds `response.created` (0) and
+    /// `response.queued` (1), written when it was queued: sends `response.in_progress` (2).
+    pub fn start_dequeued(&mut self) {
+        if self.seq > 0 {
+            return;
+        }
+        self.seq = 2;
+        if let Some(sink) = &mut self.sink {
+            sink.event(&EventKind::InProgress { response: Box::new(self.acc.response.clone()) }, self.seq);
+        }
+        self.seq += 1;
+    }
+
     pub(super) fn next_index(&self) -> usize {
         self.acc.response.output.len()
     }

@@ -237,9 +237,18 @@ pub trait Store: Send + Sync + Debug {
     fn renew_lease<'a>(&'a self, id: &'a str, owner: &'a str, ttl_ms: u64) -> BoxFuture<'a, Result<bool, StoreError>>;
     /// Releases the lease if `owner` holds it.
     fn release_lease<'a>(&'a self, id: &'a str, owner: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
-    /// Queues a background run: its request body and the `queued` Response GET shows.
-    /// `false` (nothing queued) when `max_queued` runs are already waiting.
-    fn enqueue_run(&self, project: &str, id: &str, request: String, response: String, max_queued: usize) -> BoxFuture<'_, Result<bool, StoreError>>;
+    /// Queues a background run: its request body, the `queued` Response GET shows, and the
+    /// first frames of its event log (sequence numbers from 0), in one transaction. `false`
+    /// (nothing written) when `max_queued` runs are already waiting.
+    fn enqueue_run(
+        &self,
+        project: &str,
+        id: &str,
+        request: String,
+        response: String,
+        max_queued: usize,
+        frames: Vec<String>,
+    ) -> BoxFuture<'_, Result<bool, StoreError>>;
     /// Ends a claimed run that could not start as `failed`, with its Response.
     fn fail_run<'a>(&'a self, id: &'a str, owner: &'a str, response: String) -> BoxFuture<'a, Result<(), StoreError>>;
     /// Claims the oldest queued run for `owner` until now + `ttl_ms` (PostgreSQL: `FOR

@@ -181,8 +181,16 @@ impl Store for TimedStore {
     fn release_lease<'a>(&'a self, id: &'a str, owner: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         self.time(Op::ReleaseLease, self.inner.release_lease(id, owner))
     }
-    fn enqueue_run(&self, project: &str, id: &str, request: String, response: String, max_queued: usize) -> BoxFuture<'_, Result<bool, StoreError>> {
-        self.time(Op::EnqueueRun, self.inner.enqueue_run(project, id, request, response, max_queued))
+    fn enqueue_run(
+        &self,
+        project: &str,
+        id: &str,
+        request: String,
+        response: String,
+        max_queued: usize,
+        frames: Vec<String>,
+    ) -> BoxFuture<'_, Result<bool, StoreError>> {
+        self.time(Op::EnqueueRun, self.inner.enqueue_run(project, id, request, response, max_queued, frames))
     }
     fn fail_run<'a>(&'a self, id: &'a str, owner: &'a str, response: String) -> BoxFuture<'a, Result<(), StoreError>> {
         self.time(Op::FailRun, self.inner.fail_run(id, owner, response))

@@ -14,7 +14,7 @@ async fn concurrent_claims_take_each_run_once(db: Arc<TestDb>) {
     let b = db.open(&StoreConfig::default()).await.expect("store b");
     for i in 0..20 {
         let id = format!("resp_q{i:02}");
-        assert!(a.enqueue_run("p", &id, "{}".into(), format!(r#"{{"id":"{id}","status":"queued"}}"#), 100).await.unwrap());
+        assert!(a.enqueue_run("p", &id, "{}".into(), format!(r#"{{"id":"{id}","status":"queued"}}"#), 100, vec![]).await.unwrap());
     }
     let claim_all = |s: responses_gateway::store::sql::SqlStore, owner: &'static str| async move {
         let mut got = Vec::new();
@@ -36,7 +36,7 @@ async fn concurrent_claims_take_each_run_once(db: Arc<TestDb>) {
     assert_eq!(a.beat_run(id, "someone-else", 30_000, None).await.unwrap(), None, "only the owner beats");
     assert_eq!(b.cancel_run("other-project", id).await.unwrap(), RunCancel::NotFound);
     // A queued run is cancelled at once, and is then never claimed.
-    assert!(a.enqueue_run("p", "resp_late", "{}".into(), r#"{"id":"resp_late","status":"queued"}"#.into(), 100).await.unwrap());
+    assert!(a.enqueue_run("p", "resp_late", "{}".into(), r#"{"id":"resp_late","status":"queued"}"#.into(), 100, vec![]).await.unwrap());
     match b.cancel_run("p", "resp_late").await.unwrap() {
         RunCancel::Cancelled(r) => assert_eq!(r["status"], "cancelled"),
         other => panic!("{other:?}"),
@@ -45,9 +45,13 @@ async fn concurrent_claims_take_each_run_once(db: Arc<TestDb>) {
     assert_eq!(a.run_response("p", "resp_late").await.unwrap().unwrap()["status"], "cancelled");
     // The queue's bound.
     for i in 0..2 {
-        assert!(a.enqueue_run("p", &format!("resp_b{i}"), "{}".into(), "{}".into(), 2).await.unwrap());
+        assert!(a.enqueue_run("p", &format!("resp_b{i}"), "{}".into(), "{}".into(), 2, vec![]).await.unwrap());
     }
-    assert!(!a.enqueue_run("p", "resp_b2", "{}".into(), "{}".into(), 2).await.unwrap(), "a full queue refuses");
+    assert!(
+        !a.enqueue_run("p", "resp_b2", "{}".into(), "{}".into(), 2, vec!["frame".into()]).await.unwrap(),
+        "a full queue refuses"
+    );
+    assert!(a.events_after("resp_b2", None, 10).await.unwrap().is_empty(), "a refused run writes no event");
 }
 
 on_both_backends!(concurrent_claims_take_each_run_once);

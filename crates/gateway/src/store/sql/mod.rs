@@ -370,9 +370,17 @@ impl Store for SqlStore {
         Box::pin(self.drop_lease(id, owner))
     }
 
-    fn enqueue_run(&self, project: &str, id: &str, request: String, response: String, max_queued: usize) -> BoxFuture<'_, Result<bool, StoreError>> {
+    fn enqueue_run(
+        &self,
+        project: &str,
+        id: &str,
+        request: String,
+        response: String,
+        max_queued: usize,
+        frames: Vec<String>,
+    ) -> BoxFuture<'_, Result<bool, StoreError>> {
         let (project, id) = (project.to_string(), id.to_string());
-        Box::pin(async move { self.insert_run(&project, &id, request, response, max_queued).await })
+        Box::pin(async move { self.insert_run(&project, &id, request, response, max_queued, frames).await })
     }
 
     fn fail_run<'a>(&'a self, id: &'a str, owner: &'a str, response: String) -> BoxFuture<'a, Result<(), StoreError>> {

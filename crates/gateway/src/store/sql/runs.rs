@@ -13,7 +13,8 @@ fn until(ttl_ms: u64) -> i64 {
 }
 
 impl SqlStore {
-    /// Inserts the run unless `max_queued` runs are already queued (then `false`).
+    /// Inserts the run, and the first frames of its event log, unless `max_queued` runs are
+    /// already queued (then `false`, nothing written).
     pub(super) async fn insert_run(
         &self,
         project: &str,
@@ -21,7 +22,9 @@ impl SqlStore {
         request: String,
         response: String,
         max_queued: usize,
+        frames: Vec<String>,
     ) -> Result<bool, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
         let done = sqlx::query(
             "INSERT INTO runs (response_id, project, enqueued_at, status, request, response) \
              SELECT $1, $2, $3, 'queued', $4, $5 WHERE (SELECT COUNT(*) FROM runs WHERE status = 'queued') < $6",
@@ -32,10 +35,24 @@ impl SqlStore {
         .bind(request)
         .bind(response)
         .bind(i64::try_from(max_queued).unwrap_or(i64::MAX))
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await
         .map_err(db_err)?;
-        Ok(done.rows_affected() > 0)
+        if done.rows_affected() == 0 {
+            tx.rollback().await.map_err(db_err)?;
+            return Ok(false);
+        }
+        for (seq, frame) in (0i64..).zip(frames) {
+            sqlx::query("INSERT INTO response_events (response_id, seq, frame) VALUES ($1, $2, $3)")
+                .bind(id)
+                .bind(seq)
+                .bind(frame)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(true)
     }
 
     /// Ends a run that could not start (its request no longer prepares): `failed`, with the

@@ -154,6 +154,18 @@ def test_two_replicas_resume_and_cancel(upstream_server: harness.Upstream, tmp_p
             while cb.responses.retrieve(run.id).status != "in_progress":
                 assert time.monotonic() < deadline
                 time.sleep(0.05)
+            # Resume on B right after A's stream delivered an event: B's copy of the log may
+            # lag by a batch, and it waits for the event instead of refusing it.
+            with httpx.stream("GET", f"{a.api_base}/responses/{run.id}?stream=true", timeout=60) as ra:
+                seen = []
+                for line in ra.iter_lines():
+                    if line.startswith("data: "):
+                        seen.append(json.loads(line[6:])["sequence_number"])
+                        if len(seen) >= 4:
+                            break
+            resumed = cb.responses.retrieve(run.id, stream=True, starting_after=seen[-1])
+            assert next(iter(resumed)).sequence_number == seen[-1] + 1
+            resumed.close()
             live = cb.responses.retrieve(run.id, stream=True)
             got = []
             for ev in live:

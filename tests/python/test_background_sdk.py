@@ -76,6 +76,15 @@ def test_cancel_running_and_queued(client: openai.OpenAI, upstream_server: harne
     wait_status(client, running.id, {"in_progress"})
     queued = client.responses.create(model="m", input="waits", background=True)
     assert client.responses.retrieve(queued.id).status == "queued"
+    # Its input items are listed already; it cannot be deleted while queued, nor can a
+    # turn continue from it.
+    assert [i.type for i in client.responses.input_items.list(queued.id).data] == ["message"]
+    with pytest.raises(openai.BadRequestError) as e:
+        client.responses.delete(queued.id)
+    assert e.value.code == "response_in_progress"
+    with pytest.raises(openai.BadRequestError) as e:
+        client.responses.create(model="m", input="next", previous_response_id=queued.id)
+    assert e.value.code == "previous_response_not_finished" and e.value.param == "previous_response_id"
     # A queued run is cancelled at once and never runs.
     c = client.responses.cancel(queued.id)
     assert c.status == "cancelled" and c.id == queued.id
@@ -89,6 +98,11 @@ def test_cancel_running_and_queued(client: openai.OpenAI, upstream_server: harne
     # Idempotent.
     assert client.responses.cancel(running.id).status == "cancelled"
     assert client.responses.cancel(queued.id).status == "cancelled"
+    # Both can be deleted now, the one that never ran too.
+    for rid in (queued.id, running.id):
+        client.responses.delete(rid)
+        with pytest.raises(openai.NotFoundError):
+            client.responses.retrieve(rid)
 
 
 def test_cancel_finished_foreground_and_unknown(client: openai.OpenAI, upstream_server: harness.Upstream):
@@ -121,6 +135,7 @@ def test_full_queue_is_429(client: openai.OpenAI, upstream_server: harness.Upstr
     with pytest.raises(openai.RateLimitError) as e:
         client.responses.create(model="m", input="one too many", background=True)
     assert "background.max_queued" in e.value.message
+    assert e.value.response.headers.get("retry-after") == "1"
     for r in [running, *waiting]:
         client.responses.cancel(r.id)
 
@@ -187,3 +202,19 @@ def test_background_turn_with_gateway_and_client_tools(client: openai.OpenAI, up
     assert final.status == "completed" and final.output_text == "Sunny in Ghent."
     last = upstream_server.requests()[-1]["body"]["messages"]
     assert any(m.get("role") == "tool" and "18C" in str(m.get("content")) for m in last)
+
+
+def test_queued_runs_on_one_conversation_run_one_after_the_other(client: openai.OpenAI, upstream_server: harness.Upstream):
+    """The one worker is busy; two background turns queued on one conversation both run,
+    in order, each seeing the other's turn (the second waits for the conversation)."""
+    conv = client.conversations.create()
+    upstream_server.push(slow(10), {"text": ["first"]}, {"text": ["second"]})
+    busy = client.responses.create(model="m", input="busy", background=True)
+    wait_status(client, busy.id, {"in_progress"})
+    q1 = client.responses.create(model="m", input="one", conversation=conv.id, background=True)
+    q2 = client.responses.create(model="m", input="two", conversation=conv.id, background=True)
+    assert wait_status(client, q1.id, {"completed", "failed"}).status == "completed"
+    r2 = wait_status(client, q2.id, {"completed", "failed"})
+    assert r2.status == "completed", r2.error
+    texts = [str(m["content"]) for m in upstream_server.requests()[-1]["body"]["messages"] if m["role"] == "user"]
+    assert "one" in texts[-2] and "two" in texts[-1], texts

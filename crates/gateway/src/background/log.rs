@@ -66,6 +66,11 @@ impl RunLog {
         self.len.borrow().0
     }
 
+    /// True once the run's turn has ended and every frame is here.
+    pub fn is_complete(&self) -> bool {
+        self.len.borrow().1
+    }
+
     /// True while no frame exists.
     pub fn is_empty(&self) -> bool {
         self.len() == 0

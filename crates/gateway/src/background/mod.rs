@@ -29,6 +29,7 @@ use tokio_util::task::TaskTracker;
 use crate::config::background::BackgroundConfig;
 use crate::error::GatewayError;
 use crate::events::ids::new_id;
+use crate::admission::StreamPermit;
 use crate::events::sse_sink::SseSink;
 use log::RunLog;
 use crate::executors::Registry;
@@ -48,6 +49,8 @@ pub struct Deps {
     pub sizes: Sizes,
     /// Cancelled at the end of the shutdown grace period: running turns end `incomplete`.
     pub shutdown: CancellationToken,
+    /// `[limits]`: a running background turn holds one of the upstream's slots.
+    pub admission: Arc<crate::admission::Admission>,
 }
 
 /// A run executing in this process: how to cancel it, when it is stored, and its events.
@@ -73,6 +76,9 @@ impl std::fmt::Debug for Background {
         f.debug_struct("Background").field("owner", &self.owner).field("workers", &self.config.workers).finish()
     }
 }
+
+/// How long a run whose conversation is busy waits before it is claimed again, milliseconds.
+const REQUEUE_DELAY_MS: u64 = 500;
 
 /// How long a cancel waits for a run in progress to be stored as `cancelled`.
 const CANCEL_WAIT: Duration = Duration::from_secs(10);
@@ -190,6 +196,14 @@ impl Background {
         let id = run.response_id.clone();
         let prepared = match self.prepare(&run).await {
             Ok(p) => p,
+            // Its conversation is busy (another turn on it, maybe an earlier background
+            // run): it waits in the queue until that one is done.
+            Err(e) if e.kind == crate::error::ErrorKind::Conflict => {
+                if let Err(e) = self.deps.store.requeue_run(&id, owner, REQUEUE_DELAY_MS).await {
+                    tracing::warn!(response_id = %id, error = %e, "requeueing a background run failed");
+                }
+                return;
+            }
             Err(e) => {
                 tracing::warn!(response_id = %id, error = %e.error.message, "a background run could not start");
                 self.fail(&run, owner, e).await;
@@ -219,11 +233,14 @@ impl Background {
         let _ = self.deps.store.beat_run(&id, owner, self.config.lease_ms, serde_json::to_string(&in_progress).ok()).await;
         let beating = CancellationToken::new();
         let heartbeat = tokio::spawn(heartbeat(self.deps.store.clone(), id.clone(), owner.to_string(), self.config.lease_ms, cancel, by_client, beating.clone()));
+        // One of the upstream's slots (`limits.upstream_max_in_flight`), as a foreground turn.
+        let slot = self.deps.admission.upstream_unbounded().await;
         // The same sink as a foreground stream: the log holds the bytes a stream sends.
         let turn = driver::start_dequeued(prepared, Some(Box::new(SseSink::new(frames_tx))));
         if let Err(e) = Box::pin(turn.run(&self.deps.runner)).await {
             tracing::error!(response_id = %id, error = %e, "a background run could not be stored");
         }
+        drop(slot);
         // The turn (and so its sink) is gone: the pump writes the last frames and ends.
         let _ = pump.await;
         beating.cancel();
@@ -282,6 +299,7 @@ impl Background {
         project: &str,
         id: &str,
         after: Option<u64>,
+        hold: Option<StreamPermit>,
     ) -> Result<Option<mpsc::UnboundedReceiver<Bytes>>, GatewayError> {
         let store = &self.deps.store;
         let stored = store.response(project, id).await?;
@@ -295,12 +313,16 @@ impl Background {
             )
             .with_code("invalid_value")
         };
+        // Past the end only once the run has ended: a running run's followers wait for
+        // event N (another replica's copy of the log may lag its worker by a batch).
         let local = self.local_log(id);
         match (after, &local) {
-            (Some(n), Some(log)) if usize::try_from(n).unwrap_or(usize::MAX) >= log.len() => return Err(past_end()),
+            (Some(n), Some(log)) if usize::try_from(n).unwrap_or(usize::MAX) >= log.len() && log.is_complete() => {
+                return Err(past_end())
+            }
             (Some(n), None) => {
                 let at = store.events_after(id, n.checked_sub(1), 1).await?;
-                if at.first().map(|(seq, _)| *seq) != Some(n) {
+                if at.first().map(|(seq, _)| *seq) != Some(n) && !self.pending(project, id).await {
                     return Err(past_end());
                 }
             }
@@ -310,8 +332,19 @@ impl Background {
         }
         let (tx, rx) = mpsc::unbounded_channel();
         let (me, project, id) = (self.clone(), project.to_string(), id.to_string());
-        tokio::spawn(async move { me.follow_into(&project, &id, after, tx).await });
+        tokio::spawn(async move {
+            me.follow_into(&project, &id, after, tx).await;
+            drop(hold);
+        });
         Ok(Some(rx))
+    }
+
+    /// True while the run of `id` is queued or in progress.
+    async fn pending(&self, project: &str, id: &str) -> bool {
+        matches!(
+            self.deps.store.run_response(project, id).await,
+            Ok(Some(r)) if matches!(r.get("status").and_then(Value::as_str), Some("queued" | "in_progress"))
+        )
     }
 
     /// What `GET /v1/responses/{id}` shows of a run not stored yet: its Response, and for one
@@ -326,17 +359,7 @@ impl Background {
             Some(log) => log.since(0).iter().map(|f| String::from_utf8_lossy(f).into_owned()).collect(),
             None => self.deps.store.events_after(id, None, usize::MAX).await?.into_iter().map(|(_, f)| f).collect(),
         };
-        let Ok(base) = serde_json::from_value::<Response>(snapshot.clone()) else { return Ok(Some(snapshot)) };
-        let mut acc = crate::events::accumulator::Accumulator::new(base);
-        for frame in &frames {
-            let data = frame.split_once("\ndata: ").map_or("", |(_, d)| d.trim_end());
-            if let Ok(event) = serde_json::from_str::<protocol::events::StreamEvent>(data) {
-                acc.fold(event.kind);
-            }
-        }
-        let mut current = acc.response;
-        current.status = ResponseStatus::InProgress;
-        Ok(Some(serde_json::to_value(&current).unwrap_or(snapshot)))
+        Ok(Some(fold_frames(snapshot, &frames)))
     }
 
     /// A run cancelled before it started has only its first two events: its log gets
@@ -385,10 +408,7 @@ impl Background {
             if !got {
                 // Nothing new: a run that ended without a terminal frame (cancelled before
                 // it started) has nothing more to send.
-                let pending = matches!(
-                    store.run_response(project, id).await,
-                    Ok(Some(r)) if matches!(r.get("status").and_then(Value::as_str), Some("queued" | "in_progress"))
-                );
+                let pending = self.pending(project, id).await;
                 if !pending && store.events_after(id, last, 1).await.map(|f| f.is_empty()).unwrap_or(true) {
                     return;
                 }
@@ -405,7 +425,10 @@ impl Background {
     async fn reap(&self) {
         let store = &self.deps.store;
         let Ok(expired) = store.expired_runs(16).await else { return };
-        for (id, mut response) in expired {
+        for (id, snapshot) in expired {
+            // With the output it had streamed.
+            let frames: Vec<String> = store.events_after(&id, None, usize::MAX).await.map(|f| f.into_iter().map(|(_, f)| f).collect()).unwrap_or_default();
+            let mut response = fold_frames(snapshot, &frames);
             if let Some(o) = response.as_object_mut() {
                 o.insert("status".into(), Value::String("failed".into()));
                 o.insert(
@@ -423,6 +446,22 @@ impl Background {
             let _ = store.append_events(&id, seq, frames_of(&[EventKind::Failed { response: Box::new(parsed) }], seq)).await;
         }
     }
+}
+
+/// `snapshot` (a run's Response) with the output its logged `frames` hold, status kept.
+fn fold_frames(snapshot: Value, frames: &[String]) -> Value {
+    let Ok(base) = serde_json::from_value::<Response>(snapshot.clone()) else { return snapshot };
+    let status = base.status;
+    let mut acc = crate::events::accumulator::Accumulator::new(base);
+    for frame in frames {
+        let data = frame.split_once("\ndata: ").map_or("", |(_, d)| d.trim_end());
+        if let Ok(event) = serde_json::from_str::<protocol::events::StreamEvent>(data) {
+            acc.fold(event.kind);
+        }
+    }
+    let mut current = acc.response;
+    current.status = status;
+    serde_json::to_value(&current).unwrap_or(snapshot)
 }
 
 /// The SSE frames of `kinds`, numbered from `first_seq`, as the log stores them.

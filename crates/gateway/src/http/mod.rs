@@ -117,6 +117,7 @@ impl AppState {
             max_output_tokens: config.limits.max_output_tokens,
         };
         let (turns, shutdown, stop_claiming) = (TaskTracker::new(), CancellationToken::new(), CancellationToken::new());
+        let admission = Arc::new(crate::admission::Admission::new(&config.limits));
         let background = crate::background::Background::new(
             crate::background::Deps {
                 store: store.clone(),
@@ -127,6 +128,7 @@ impl AppState {
                 lease_ttl_ms: config.store.lease_ttl_ms,
                 sizes,
                 shutdown: shutdown.clone(),
+                admission: admission.clone(),
             },
             config.background.clone(),
         );
@@ -149,7 +151,7 @@ impl AppState {
             turns,
             shutdown,
             ready: std::sync::atomic::AtomicBool::new(true),
-            admission: Arc::new(crate::admission::Admission::new(&config.limits)),
+            admission,
             sizes,
             background,
             stop_claiming,

@@ -37,17 +37,23 @@ pub async fn create(
         Ok(req) => req,
         Err(e) => return GatewayError::from(e).into_response(),
     };
-    // `[limits]`: a stream slot of the key, then an upstream slot (waiting in its bounded
-    // queue), both held until the turn ends; a refusal happens before anything is stored.
+    // `[limits]`: a stream slot of the key (a background stream holds it while it is
+    // followed), then, for a foreground turn, an upstream slot (waiting in its bounded
+    // queue; a background run's worker takes one when it runs); both are held until the
+    // turn ends, and a refusal happens before anything is stored or sent upstream.
     let key = key.map_or(KeyId::ANONYMOUS, |Extension(k)| k);
     let stream_permit = match req.stream.unwrap_or(false).then(|| state.admission.stream(key)) {
         Some(Err(refused)) => return super::limits::too_many(&refused),
         Some(Ok(p)) => p,
         None => None,
     };
-    let upstream_permit = match state.admission.upstream().await {
-        Ok(p) => p,
-        Err(refused) => return super::limits::too_many(&refused),
+    let upstream_permit = if req.background == Some(true) {
+        UpstreamPermit::none()
+    } else {
+        match state.admission.upstream().await {
+            Ok(p) => p,
+            Err(refused) => return super::limits::too_many(&refused),
+        }
     };
     let permits = (stream_permit, upstream_permit);
     let ctx = turn::Context {
@@ -70,7 +76,7 @@ pub async fn create(
         // Queued and answered at once; a worker runs it (`crate::background`). Streamed, the
         // answer follows the run's event log, as a resume would: a client that leaves does
         // not stop the run.
-        drop(permits);
+        let (stream_permit, _) = permits;
         let stream = prepared.stream;
         let queued = match state.background.submit(tenant.as_str(), &body, prepared).await {
             Ok(queued) => queued,
@@ -79,7 +85,7 @@ pub async fn create(
         if !stream {
             return axum::Json(queued).into_response();
         }
-        return match state.background.follow(tenant.as_str(), &queued.id, None).await {
+        return match state.background.follow(tenant.as_str(), &queued.id, None, stream_permit).await {
             Ok(Some(rx)) => SseBody::new(rx, state.keepalive, None).into_response(),
             Ok(None) => GatewayError::server(ErrorKind::Internal, "The background response has no event log.", None).into_response(),
             Err(e) => e.into_response(),

@@ -30,6 +30,7 @@ fn not_found(id: &str) -> GatewayError {
 pub async fn get(
     State(state): State<Arc<AppState>>,
     tenant: Tenant,
+    key: Option<axum::Extension<crate::admission::KeyId>>,
     Path(id): Path<String>,
     RawQuery(query): RawQuery,
 ) -> Response {
@@ -53,7 +54,13 @@ pub async fn get(
         }
     }
     if stream {
-        return match state.background.follow(tenant.as_str(), &id, after).await {
+        // A follower is a stream of the key (`limits.concurrent_streams`).
+        let key = key.map_or(crate::admission::KeyId::ANONYMOUS, |axum::Extension(k)| k);
+        let permit = match state.admission.stream(key) {
+            Ok(p) => p,
+            Err(refused) => return super::limits::too_many(&refused),
+        };
+        return match state.background.follow(tenant.as_str(), &id, after, permit).await {
             Ok(Some(rx)) => super::sse::SseBody::new(rx, state.keepalive, None).into_response(),
             Ok(None) => match state.store.response(tenant.as_str(), &id).await {
                 Ok(Some(r)) => replay(&id, r),
@@ -122,11 +129,28 @@ fn replay(id: &str, stored: serde_json::Value) -> Response {
 }
 
 /// `DELETE /v1/responses/{id}`: the response can no longer be retrieved or continued.
+/// A background response not stored yet is deleted when its run ended (cancelled while
+/// queued, failed); while it is queued or in progress it is a 400 (cancel it first).
 pub async fn delete(State(state): State<Arc<AppState>>, tenant: Tenant, Path(id): Path<String>) -> Response {
-    match state.store.delete_response(tenant.as_str(), &id).await {
+    let deleted = async {
+        if state.store.delete_response(tenant.as_str(), &id).await? {
+            return Ok(true);
+        }
+        match state.store.delete_run(tenant.as_str(), &id).await? {
+            Some(true) => Ok(true),
+            Some(false) => Err(GatewayError::bad_request(
+                None,
+                format!("Response '{id}' is a background response still queued or in progress: cancel it before deleting it."),
+            )
+            .with_code("response_in_progress")),
+            None => Ok(false),
+        }
+    }
+    .await;
+    match deleted {
         Ok(true) => Json(json!({"id": id, "object": "response", "deleted": true})).into_response(),
         Ok(false) => not_found(&id).into_response(),
-        Err(e) => GatewayError::from(e).into_response(),
+        Err(e) => e.into_response(),
     }
 }
 
@@ -143,7 +167,18 @@ pub async fn input_items(
     };
     match state.store.input_items(tenant.as_str(), &id, &q).await {
         Ok(Some(page)) => Json(list::render(page)).into_response(),
-        Ok(None) => not_found(&id).into_response(),
+        // A background response not stored yet: the input items of its request.
+        Ok(None) => match state.store.run_request(tenant.as_str(), &id).await {
+            Ok(Some(body)) => {
+                let items = crate::store::items::input_resources(body.as_bytes());
+                match crate::store::sql::paginate(items, &q) {
+                    Ok(page) => Json(list::render(page)).into_response(),
+                    Err(e) => GatewayError::from(e).into_response(),
+                }
+            }
+            Ok(None) => not_found(&id).into_response(),
+            Err(e) => GatewayError::from(e).into_response(),
+        },
         Err(e) => GatewayError::from(e).into_response(),
     }
 }

@@ -264,6 +264,15 @@ pub trait Store: Send + Sync + Debug {
     /// Cancels a run: a queued one at once (its Response becomes `cancelled`), an
     /// in-progress one by telling its owner.
     fn cancel_run<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<RunCancel, StoreError>>;
+    /// Deletes a run of `project` that ended before it was stored (cancelled while queued,
+    /// failed) with its event log: `Some(true)`; `Some(false)` while it is queued or in
+    /// progress; `None` when there is no such run.
+    fn delete_run<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<bool>, StoreError>>;
+    /// The request body of a run of `project` (its input items before it is stored).
+    fn run_request<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<String>, StoreError>>;
+    /// Gives a claimed run back to the queue, to be claimed again no sooner than `delay_ms`
+    /// from now (its conversation is busy).
+    fn requeue_run<'a>(&'a self, id: &'a str, owner: &'a str, delay_ms: u64) -> BoxFuture<'a, Result<(), StoreError>>;
     /// Removes a run whose turn is stored in `responses`.
     fn finish_run<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
     /// Appends frames to a response's event log, the first with sequence number `first_seq`.

@@ -52,9 +52,12 @@ enum Op {
     EventsAfter,
     ExpiredRuns,
     ReapRun,
+    DeleteRun,
+    RunRequest,
+    RequeueRun,
 }
 
-const OPS: [&str; 30] = [
+const OPS: [&str; 33] = [
     "ping",
     "transcript",
     "response",
@@ -85,6 +88,9 @@ const OPS: [&str; 30] = [
     "events_after",
     "expired_runs",
     "reap_run",
+    "delete_run",
+    "run_request",
+    "requeue_run",
 ];
 
 /// A [`Store`] that records how long each operation of `inner` takes.
@@ -209,6 +215,15 @@ impl Store for TimedStore {
     }
     fn finish_run<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         self.time(Op::FinishRun, self.inner.finish_run(id))
+    }
+    fn delete_run<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<bool>, StoreError>> {
+        self.time(Op::DeleteRun, self.inner.delete_run(project, id))
+    }
+    fn run_request<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        self.time(Op::RunRequest, self.inner.run_request(project, id))
+    }
+    fn requeue_run<'a>(&'a self, id: &'a str, owner: &'a str, delay_ms: u64) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.time(Op::RequeueRun, self.inner.requeue_run(id, owner, delay_ms))
     }
     fn append_events<'a>(&'a self, id: &'a str, first_seq: u64, frames: Vec<String>) -> BoxFuture<'a, Result<(), StoreError>> {
         self.time(Op::AppendEvents, self.inner.append_events(id, first_seq, frames))

@@ -129,7 +129,22 @@ pub async fn prepare(req: CreateResponse, body: &[u8], ctx: &Context<'_>) -> Res
     if let Some(id) = &req.previous_response_id {
         match Box::pin(ctx.store.transcript(ctx.project, id)).await? {
             Some(t) => from.base = Some(t),
-            None => return Err(previous_not_found(id)),
+            None => {
+                // A background response still running has no stored state yet.
+                let run = Box::pin(ctx.store.run_response(ctx.project, id)).await?;
+                let status = run.as_ref().and_then(|r| r.get("status")).and_then(Value::as_str);
+                return Err(match status {
+                    Some(s @ ("queued" | "in_progress")) => GatewayError {
+                        kind: crate::error::ErrorKind::BadRequest,
+                        error: ApiError::invalid(
+                            Some("previous_response_id".to_string()),
+                            format!("Previous response with id '{id}' is a background response still {s}: continue from it once it has finished."),
+                        )
+                        .with_code("previous_response_not_finished"),
+                    },
+                    _ => previous_not_found(id),
+                });
+            }
         }
         from.previous_response_id = Some(id.clone());
     } else if let Some(id) = conversation {

@@ -258,7 +258,7 @@ pub(crate) fn to_json<T: serde::Serialize>(v: &T) -> Result<String, StoreError> 
 
 /// One page of an in-memory list (a response's input items), ordered by `q.order`,
 /// starting after the item with id `q.after`.
-pub(crate) fn paginate(mut items: Vec<Value>, q: &ListQuery) -> Result<Page, StoreError> {
+pub fn paginate(mut items: Vec<Value>, q: &ListQuery) -> Result<Page, StoreError> {
     if q.order == Order::Desc {
         items.reverse();
     }
@@ -405,6 +405,18 @@ impl Store for SqlStore {
 
     fn finish_run<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(self.remove_run(id))
+    }
+
+    fn delete_run<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<bool>, StoreError>> {
+        Box::pin(self.drop_run(project, id))
+    }
+
+    fn run_request<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        Box::pin(self.request_of(project, id))
+    }
+
+    fn requeue_run<'a>(&'a self, id: &'a str, owner: &'a str, delay_ms: u64) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.requeue(id, owner, delay_ms))
     }
 
     fn append_events<'a>(&'a self, id: &'a str, first_seq: u64, frames: Vec<String>) -> BoxFuture<'a, Result<(), StoreError>> {

@@ -74,10 +74,16 @@ impl SqlStore {
         let lock = if self.backend == BackendKind::Postgres { " FOR UPDATE SKIP LOCKED" } else { "" };
         let sql = format!(
             "UPDATE runs SET status = 'in_progress', owner = $1, lease_until = $2 WHERE response_id = \
-             (SELECT response_id FROM runs WHERE status = 'queued' ORDER BY enqueued_at LIMIT 1{lock}) \
+             (SELECT response_id FROM runs WHERE status = 'queued' AND enqueued_at <= $3 ORDER BY enqueued_at LIMIT 1{lock}) \
              AND status = 'queued' RETURNING response_id, project, request"
         );
-        let row = sqlx::query(&sql).bind(owner).bind(until(ttl_ms)).fetch_optional(&self.pool).await.map_err(db_err)?;
+        let row = sqlx::query(&sql)
+            .bind(owner)
+            .bind(until(ttl_ms))
+            .bind(now_ms())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?;
         let Some(row) = row else { return Ok(None) };
         Ok(Some(ClaimedRun {
             response_id: row.try_get(0).map_err(db_err)?,
@@ -225,6 +231,54 @@ impl SqlStore {
         .await
         .map_err(db_err)?;
         Ok(done.rows_affected() > 0)
+    }
+
+    pub(super) async fn drop_run(&self, project: &str, id: &str) -> Result<Option<bool>, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let done = sqlx::query(
+            "DELETE FROM runs WHERE response_id = $1 AND project = $2 AND status NOT IN ('queued', 'in_progress')",
+        )
+        .bind(id)
+        .bind(project)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        if done.rows_affected() == 0 {
+            tx.rollback().await.map_err(db_err)?;
+            let pending: Option<String> = sqlx::query_scalar("SELECT status FROM runs WHERE response_id = $1 AND project = $2")
+                .bind(id)
+                .bind(project)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_err)?;
+            return Ok(pending.map(|_| false));
+        }
+        sqlx::query("DELETE FROM response_events WHERE response_id = $1").bind(id).execute(&mut *tx).await.map_err(db_err)?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(Some(true))
+    }
+
+    pub(super) async fn request_of(&self, project: &str, id: &str) -> Result<Option<String>, StoreError> {
+        sqlx::query_scalar("SELECT request FROM runs WHERE response_id = $1 AND project = $2")
+            .bind(id)
+            .bind(project)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)
+    }
+
+    pub(super) async fn requeue(&self, id: &str, owner: &str, delay_ms: u64) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE runs SET status = 'queued', owner = NULL, lease_until = NULL, enqueued_at = $3 \
+             WHERE response_id = $1 AND owner = $2 AND status = 'in_progress'",
+        )
+        .bind(id)
+        .bind(owner)
+        .bind(until(delay_ms))
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(())
     }
 
     pub(super) async fn remove_run(&self, id: &str) -> Result<(), StoreError> {

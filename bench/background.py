@@ -66,8 +66,10 @@ def main() -> None:
     logs = target / "bench-background"
     logs.mkdir(parents=True, exist_ok=True)
     upstream = harness.start_upstream(up_bin, logs)
+    # Idle workers look for other replicas' runs every poll_ms: a long one keeps that polling
+    # out of the per-stream figures (runs queued by A wake A's workers at once).
     env = {"RESPONSES_GATEWAY_STORE__BACKEND": "postgres", "RESPONSES_GATEWAY_STORE__URL_ENV": "RG_BENCH_DB",
-           "RG_BENCH_DB": url, "RUST_LOG": "warn", "RESPONSES_GATEWAY_BACKGROUND__POLL_MS": "50"}
+           "RG_BENCH_DB": url, "RUST_LOG": "warn", "RESPONSES_GATEWAY_BACKGROUND__POLL_MS": "60000"}
     for d in ("a", "b"):
         (logs / d).mkdir(exist_ok=True)
     a = harness.start_gateway(gw_bin, upstream.base_url, logs / "a", extra_env={**env, "RESPONSES_GATEWAY_BACKGROUND__WORKERS": "2"})

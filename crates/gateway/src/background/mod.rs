@@ -69,6 +69,9 @@ pub struct Background {
     local: Mutex<HashMap<String, Local>>,
     /// This process's worker id prefix (a lease owner is `{prefix}-{n}`).
     owner: String,
+    /// When this process last looked for expired leases (unix ms): at most every quarter
+    /// lease, whatever the number of idle workers.
+    last_reap: std::sync::atomic::AtomicI64,
 }
 
 impl std::fmt::Debug for Background {
@@ -85,7 +88,14 @@ const CANCEL_WAIT: Duration = Duration::from_secs(10);
 
 impl Background {
     pub fn new(deps: Deps, config: BackgroundConfig) -> Arc<Background> {
-        Arc::new(Background { deps, config, wake: Notify::new(), local: Mutex::new(HashMap::new()), owner: new_id("worker") })
+        Arc::new(Background {
+            deps,
+            config,
+            wake: Notify::new(),
+            local: Mutex::new(HashMap::new()),
+            owner: new_id("worker"),
+            last_reap: std::sync::atomic::AtomicI64::new(0),
+        })
     }
 
     /// Starts `background.workers` workers on `tracker` (shutdown waits for them); they
@@ -266,6 +276,7 @@ impl Background {
             project: &run.project,
             lease_ttl_ms: d.lease_ttl_ms,
             sizes: d.sizes,
+            ping_store: false,
         };
         let mut prepared = Box::pin(turn::prepare(req, body, &ctx)).await?;
         prepared.base.id = run.response_id.clone();
@@ -337,6 +348,18 @@ impl Background {
             drop(hold);
         });
         Ok(Some(rx))
+    }
+
+    /// Follows a run this request has just queued (it exists and its log starts at 0):
+    /// [`Background::follow`] without the checks.
+    pub fn follow_new(self: &Arc<Self>, project: &str, id: &str, hold: Option<StreamPermit>) -> mpsc::UnboundedReceiver<Bytes> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (me, project, id) = (self.clone(), project.to_string(), id.to_string());
+        tokio::spawn(async move {
+            me.follow_into(&project, &id, None, tx).await;
+            drop(hold);
+        });
+        rx
     }
 
     /// True while the run of `id` is queued or in progress.
@@ -423,6 +446,12 @@ impl Background {
     /// Marks runs whose worker stopped renewing their lease (its process died) `failed`,
     /// and ends their log with `response.failed`, so followers end too.
     async fn reap(&self) {
+        let now = crate::store::now_ms();
+        let every = i64::try_from(self.config.lease_ms / 4).unwrap_or(i64::MAX);
+        let last = self.last_reap.load(Ordering::Acquire);
+        if now - last < every || self.last_reap.compare_exchange(last, now, Ordering::AcqRel, Ordering::Acquire).is_err() {
+            return;
+        }
         let store = &self.deps.store;
         let Ok(expired) = store.expired_runs(16).await else { return };
         for (id, snapshot) in expired {

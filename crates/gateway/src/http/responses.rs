@@ -65,6 +65,7 @@ pub async fn create(
         project: tenant.as_str(),
         lease_ttl_ms: state.lease_ttl_ms,
         sizes: state.sizes,
+        ping_store: true,
     };
     // The turn's futures are boxed (prepare's state is ~8 KB, the run's ~6 KB): the
     // handler's own future stays small, and axum and tower move it several times.
@@ -85,11 +86,8 @@ pub async fn create(
         if !stream {
             return axum::Json(queued).into_response();
         }
-        return match state.background.follow(tenant.as_str(), &queued.id, None, stream_permit).await {
-            Ok(Some(rx)) => SseBody::new(rx, state.keepalive, None).into_response(),
-            Ok(None) => GatewayError::server(ErrorKind::Internal, "The background response has no event log.", None).into_response(),
-            Err(e) => e.into_response(),
-        };
+        let rx = state.background.follow_new(tenant.as_str(), &queued.id, stream_permit);
+        return SseBody::new(rx, state.keepalive, None).into_response();
     }
     prepared.cancel = state.shutdown.child_token();
     if prepared.stream {

@@ -37,6 +37,9 @@ pub struct Context<'a> {
     pub lease_ttl_ms: u64,
     /// The size ceilings of `[limits]`.
     pub sizes: Sizes,
+    /// Ask the store whether it answers before a stored turn starts (false where the caller
+    /// has just used it: a background worker that claimed the run).
+    pub ping_store: bool,
 }
 
 /// The size ceilings of a request (`[limits]`: `max_input_items`, `max_tools`,
@@ -151,7 +154,7 @@ pub async fn prepare(req: CreateResponse, body: &[u8], ctx: &Context<'_>) -> Res
         let (c, conv) = Box::pin(begin_conversation(ctx, id)).await?;
         from = c;
         turn = Some(conv);
-    } else if store_response {
+    } else if store_response && ctx.ping_store {
         // Fail before any stream starts when the turn could not be stored.
         Box::pin(ctx.store.ping()).await?;
     }

@@ -12,6 +12,20 @@ fn until(ttl_ms: u64) -> i64 {
     now_ms().saturating_add(i64::try_from(ttl_ms).unwrap_or(i64::MAX))
 }
 
+/// `INSERT INTO response_events … VALUES ($1, $2, $3), ($4, $5, $6), …` for `rows` rows
+/// (the portable `$N` placeholders; binds are id, seq, frame per row).
+fn events_insert(rows: usize) -> String {
+    let mut sql = String::from("INSERT INTO response_events (response_id, seq, frame) VALUES ");
+    for r in 0..rows {
+        let n = r * 3;
+        if r > 0 {
+            sql.push_str(", ");
+        }
+        sql.push_str(&format!("(${}, ${}, ${})", n + 1, n + 2, n + 3));
+    }
+    sql
+}
+
 impl SqlStore {
     /// Inserts the run, and the first frames of its event log, unless `max_queued` runs are
     /// already queued (then `false`, nothing written).
@@ -42,14 +56,13 @@ impl SqlStore {
             tx.rollback().await.map_err(db_err)?;
             return Ok(false);
         }
-        for (seq, frame) in (0i64..).zip(frames) {
-            sqlx::query("INSERT INTO response_events (response_id, seq, frame) VALUES ($1, $2, $3)")
-                .bind(id)
-                .bind(seq)
-                .bind(frame)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
+        if !frames.is_empty() {
+            let sql = events_insert(frames.len());
+            let mut q = sqlx::query(&sql);
+            for (seq, frame) in (0i64..).zip(frames) {
+                q = q.bind(id).bind(seq).bind(frame);
+            }
+            q.execute(&mut *tx).await.map_err(db_err)?;
         }
         tx.commit().await.map_err(db_err)?;
         Ok(true)
@@ -169,20 +182,19 @@ impl SqlStore {
         Ok(if done.rows_affected() > 0 { RunCancel::Requested } else { RunCancel::NotFound })
     }
 
-    /// The frames in one transaction (a follower never sees half a batch).
+    /// The frames in one multi-row INSERT (one statement, one round trip: a follower never
+    /// sees half a batch).
     pub(super) async fn insert_events(&self, id: &str, first_seq: u64, frames: Vec<String>) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        for (i, frame) in frames.into_iter().enumerate() {
-            let seq = i64::try_from(first_seq).unwrap_or(i64::MAX).saturating_add(i64::try_from(i).unwrap_or(i64::MAX));
-            sqlx::query("INSERT INTO response_events (response_id, seq, frame) VALUES ($1, $2, $3) ON CONFLICT (response_id, seq) DO NOTHING")
-                .bind(id)
-                .bind(seq)
-                .bind(frame)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
+        if frames.is_empty() {
+            return Ok(());
         }
-        tx.commit().await.map_err(db_err)?;
+        let first = i64::try_from(first_seq).unwrap_or(i64::MAX);
+        let sql = format!("{} ON CONFLICT (response_id, seq) DO NOTHING", events_insert(frames.len()));
+        let mut q = sqlx::query(&sql);
+        for (i, frame) in frames.into_iter().enumerate() {
+            q = q.bind(id).bind(first.saturating_add(i64::try_from(i).unwrap_or(i64::MAX))).bind(frame);
+        }
+        q.execute(&self.pool).await.map_err(db_err)?;
         Ok(())
     }
 

@@ -82,14 +82,16 @@ stop_pid() {  # stop_pid PID NAME: TERM, then KILL after 10 s
   say "killed $name (pid $pid)"
 }
 
-# start_llama LOG: SmolLM2-135M-Instruct on llama.cpp at 127.0.0.1:$LLAMA_PORT (a free port
-# when unset), model name "smollm2"; sets LLAMA_PORT and LLAMA_PID.
+# start_llama LOG [SERVE_ARGS...]: SmolLM2-135M-Instruct on llama.cpp at 127.0.0.1:$LLAMA_PORT
+# (a free port when unset), model name "smollm2"; SERVE_ARGS go to serve.py (e.g.
+# --skip-chat-parsing); sets LLAMA_PORT and LLAMA_PID.
 LLAMA_PID=""
 start_llama() {
   local log="$1"
+  shift
   LLAMA_PORT="${LLAMA_PORT:-$(free_port)}"
-  say "starting llama.cpp (SmolLM2-135M-Instruct) on 127.0.0.1:$LLAMA_PORT (log: $log)"
-  "$PY" scripts/real_model/serve.py --port "$LLAMA_PORT" > "$log" 2>&1 &
+  say "starting llama.cpp (SmolLM2-135M-Instruct) on 127.0.0.1:$LLAMA_PORT${*:+ ($*)} (log: $log)"
+  "$PY" scripts/real_model/serve.py --port "$LLAMA_PORT" "$@" > "$log" 2>&1 &
   LLAMA_PID=$!
   wait_http llama.cpp "http://127.0.0.1:$LLAMA_PORT/health" "$LLAMA_PID" "$log"
 }

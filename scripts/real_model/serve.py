@@ -8,7 +8,12 @@ ChatML/Hermes-style template (chatml-tools.jinja beside this file) so that the
 135M model actually emits <tool_call> blocks.
 
 Usage: serve.py --port PORT [--host 127.0.0.1] [--ctx 4096] [--threads 2]
-                [--template PATH] [--verbose]
+                [--template PATH] [--skip-chat-parsing] [--verbose]
+
+--skip-chat-parsing is llama-server's option of that name (CommonParams
+.force_pure_content_parser): the template still renders the tools and the call
+syntax, but no tool-call parser (nor grammar) is derived from it, so the model's
+<tool_call> blocks come back as plain message text.
 
 Stays in the foreground until SIGINT/SIGTERM.  GET /health answers once the
 model is loaded (Server() returns only after that).
@@ -44,6 +49,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--alias", default="smollm2")
     ap.add_argument("--template", default=os.path.join(HERE, "chatml-tools.jinja"))
+    ap.add_argument("--skip-chat-parsing", action="store_true",
+                    help="no tool-call parser: calls come back as message text")
     ap.add_argument("--verbose", action="store_true", help="llama.cpp info logs (default: warnings only)")
     args = ap.parse_args()
 
@@ -63,6 +70,7 @@ def main() -> None:
     params.cpuparams.n_threads = args.threads
     params.cpuparams_batch.n_threads = args.threads
     params.n_parallel = 1
+    params.force_pure_content_parser = args.skip_chat_parsing
     params.ui = False
     if not args.verbose:
         params.verbosity = 1  # keep errors and warnings

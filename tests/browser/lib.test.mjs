@@ -1,13 +1,24 @@
 // Unit tests of the playground's pure helpers (crates/gateway/assets/playground/lib.js), run
 // by node itself: the SSE parser across chunk boundaries, annotation spans in code points,
-// the request's tool declarations and the browser tool.
+// citation markers through the vendored Markdown parser (markdown.js; its sanitizing half
+// needs a DOM and is tested in the browser), the request's tool declarations and the browser
+// tool.
 
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import {
   SseParser, segmentText, codePointOffsets, toolSettings, replayable, pendingFunctionCalls,
-  getBrowserTime, runBrowserTool, errorMessage, safeUrl,
+  getBrowserTime, runBrowserTool, errorMessage, safeUrl, safeLinkUrl, markCitations,
+  MARK_START, MARK_END, MARK_POINT,
 } from '../../crates/gateway/assets/playground/lib.js';
+import { markdownHtml } from '../../crates/gateway/assets/playground/markdown.js';
+
+/** Marker characters shown as {s0}, {e0}, {p0} (start, end, point of mark 0). */
+const showMarks = (s) => s.replace(/[\uE100-\uE3FF]/g, (c) => {
+  const code = c.charCodeAt(0);
+  const kind = code >= MARK_POINT ? 'p' : code >= MARK_END ? 'e' : 's';
+  return `{${kind}${code - (kind === 'p' ? MARK_POINT : kind === 'e' ? MARK_END : MARK_START)}}`;
+});
 
 test('SSE: events split at every byte boundary parse the same', () => {
   const body = 'event: response.created\ndata: {"type":"response.created","n":1}\n\n'
@@ -58,6 +69,62 @@ test('annotations: file_citation index inserts a marker; overlapping or out-of-r
   assert.deepEqual(codePointOffsets('a😀b'), [0, 1, 3, 4]);
 });
 
+test('citation markers: at code-point offsets, points and spans in text order, forged markers neutralized', () => {
+  const wiki = 'https://en.wikipedia.org/wiki/X';
+  const text = `🚴 Pogačar won 🏆 ([Wikipedia](${wiki})). Bare: https://a.example/y \uE100\uE200 end.`;
+  const cps = [...text];
+  const span = `([Wikipedia](${wiki}))`;
+  const cpStart = [...text.slice(0, text.indexOf(span))].length;
+  const bare = [...text.slice(0, text.indexOf('https://a.'))].length;
+  const { source, cites, notes } = markCitations(text, [
+    { type: 'url_citation', start_index: bare, end_index: bare + 'https://a.example/y'.length, url: 'https://a.example/y', title: 'Y' },
+    { type: 'url_citation', start_index: cpStart, end_index: cpStart + [...span].length, url: wiki, title: 'X' },
+    { type: 'file_citation', index: cps.indexOf('w'), file_id: 'file-1', filename: 'a.pdf' },
+  ]);
+  assert.equal(showMarks(source), `🚴 Pogačar {p0}won 🏆 {s1}${span}{e1}. Bare: {s2}https://a.example/y{e2} \uFFFD\uFFFD end.`);
+  assert.deepEqual(cites.map((c) => [c.k, c.span, c.note.n]), [[0, false, 1], [1, true, 2], [2, true, 3]]);
+  assert.deepEqual(notes.map((n) => n.filename || n.url), ['a.pdf', wiki, 'https://a.example/y']);
+  assert.equal(source.replace(/[\uE100-\uE3FF]/g, '').length, text.length, 'the text itself keeps its length');
+});
+
+test('citation markers: never in front of a line\'s block syntax, never after a span\'s trailing newline', () => {
+  const text = '- [Doc](https://d.example)\n# Title cites\n1. point\n| a | b |\ntext\n';
+  const cp = (s) => [...text.slice(0, text.indexOf(s))].length;
+  const { source } = markCitations(text, [
+    { type: 'url_citation', start_index: 0, end_index: cp('\n# '), url: 'https://d.example', title: 'D' },
+    { type: 'url_citation', start_index: cp('# Title'), end_index: cp('1. point'), url: 'https://t.example', title: 'T' },
+    { type: 'file_citation', index: cp('1. point'), file_id: 'f' },
+    { type: 'file_citation', index: cp('| a'), file_id: 'g' },
+  ]);
+  assert.equal(showMarks(source), '- {s0}[Doc](https://d.example){e0}\n# {s1}Title cites{e1}\n1. {p2}point\n| {p3}a | b |\ntext\n');
+});
+
+test('citation markers survive Markdown: beside links, bare URLs (autolinks end at a marker), code', () => {
+  const text = 'See ([Wiki](https://w.example/a)) and https://b.example/x. Also `https://c.example/y`.\n\n- item https://d.example/z';
+  const cp = (s) => [...text.slice(0, text.indexOf(s))].length;
+  const ann = (s, url) => ({ type: 'url_citation', start_index: cp(s), end_index: cp(s) + [...s].length, url, title: url });
+  const { source } = markCitations(text, [
+    ann('([Wiki](https://w.example/a))', 'https://w.example/a'),
+    ann('https://b.example/x', 'https://b.example/x'),
+    ann('https://c.example/y', 'https://c.example/y'),
+    ann('https://d.example/z', 'https://d.example/z'),
+  ]);
+  const html = showMarks(markdownHtml(source));
+  assert.match(html, /\{s0\}\(<a href="https:\/\/w\.example\/a">Wiki<\/a>\)\{e0\}/);
+  assert.match(html, /\{s1\}<a href="https:\/\/b\.example\/x">https:\/\/b\.example\/x<\/a>\{e1\}\./);
+  assert.match(html, /<code>\{s2\}https:\/\/c\.example\/y\{e2\}<\/code>/);
+  assert.match(html, /<li>item \{s3\}<a href="https:\/\/d\.example\/z">https:\/\/d\.example\/z<\/a>\{e3\}<\/li>/);
+  assert.doesNotMatch(html, /%EE%/i, 'no marker inside an address');
+});
+
+test('Markdown: the model\'s raw HTML is text and images are links, before any sanitizing', () => {
+  const html = markdownHtml('Hi <img src=x onerror="window.__pwned=1"> <script>x()</script>\n\n<div onclick="y()">\nblock\n</div>\n\n![pic](https://i.example/p.png) ![bad](javascript:z)');
+  assert.doesNotMatch(html, /<(img|script|div)/);
+  assert.match(html, /&lt;img src=x onerror=&quot;window.__pwned=1&quot;&gt;/);
+  assert.match(html, /<a href="https:\/\/i\.example\/p\.png">pic<\/a>/);
+  assert.doesNotMatch(html, /href="javascript/, 'an image with a javascript: address is only its text');
+});
+
 test('tools: each switch adds its standard declaration; a named choice of a tool that is off falls back to auto', () => {
   const all = toolSettings({
     webSearch: true, packageVersion: true, fileSearch: true, vectorStoreIds: ['vs_1'], browserTime: true, toolChoice: 'tool:package_version',
@@ -105,4 +172,9 @@ test('errors and URLs', () => {
   assert.equal(errorMessage(null, 'fallback'), 'fallback');
   assert.equal(safeUrl('javascript:alert(1)'), null);
   assert.equal(safeUrl('https://a.example/x'), 'https://a.example/x');
+  assert.equal(safeUrl('mailto:a@b.example'), null);
+  assert.equal(safeLinkUrl('mailto:a@b.example'), 'mailto:a@b.example');
+  for (const bad of ['javascript:alert(1)', ' JaVaScRiPt:alert(1)', 'java\tscript:alert(1)', 'data:text/html,x', '/relative', '#frag', '', null]) {
+    assert.equal(safeLinkUrl(bad), null, String(bad));
+  }
 });

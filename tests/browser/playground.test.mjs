@@ -20,6 +20,34 @@ const chunks = (text, n = 9) => {
   for (let i = 0; i < cps.length; i += n) out.push(cps.slice(i, i + n).join(''));
   return out;
 };
+// An answer in Markdown, with a cited link and a cited bare URL inside list items.
+const MD_ANSWER = [
+  '## Tour de France 2025',
+  '',
+  `- Winner: **Tadej Pogačar** ([Wikipedia](${WIKI}))`,
+  `- Rankings: ${LETOUR}`,
+  '- Rules: [the rules](https://example.org/rules)',
+  '',
+  '| Rank | Rider |',
+  '| ---: | --- |',
+  '| 1 | Pogačar |',
+  '| 2 | Vingegaard |',
+  '',
+  '```',
+  'const winner = "<b>Pogačar</b>";',
+  '```',
+].join('\n');
+// Model text that tries to run script in the page, in every way Markdown and HTML offer.
+const XSS_ANSWER = [
+  'Hi <img src=x onerror="window.__pwned=1"> there.',
+  '<script>window.__pwned=1</script>',
+  '[click](javascript:window.__pwned=1) [upper](JaVaScRiPt:window.__pwned=1) <javascript:window.__pwned=1>',
+  '[data](data:text/html;base64,PHNjcmlwdD53aW5kb3cuX19wd25lZD0xPC9zY3JpcHQ+) ![img](x" onerror="window.__pwned=1)',
+  '<a href="javascript:window.__pwned=1" onclick="window.__pwned=1">raw link</a> <svg onload="window.__pwned=1"></svg>',
+  '<iframe src="javascript:window.__pwned=1"></iframe>',
+  '<p id="prompt" style="color:red" onmouseover="window.__pwned=1">clobber</p>',
+  '[safe](https://example.org/safe)',
+].join('\n\n');
 const HANDBOOK = '# Zürich cafés\n\nCafé Schober opened in 1842 and is the oldest café in Zürich.\n';
 const searchCall = { name: 'web_search', arguments: JSON.stringify({ query: QUERY }) };
 
@@ -86,10 +114,23 @@ describe('playground', () => {
     assert.equal(js.status, 200);
     assert.match(js.headers.get('content-type'), /javascript/);
     assert.equal((await fetch(`${gateway.url}/playground/missing.js`)).status, 404);
+    // The vendored Markdown libraries and their licences, from the binary itself.
+    for (const [file, type, text] of [
+      ['marked.esm.js', /javascript/, /marked v18\.2\.1/], ['purify.es.mjs', /javascript/, /DOMPurify 3\.5\.0/],
+      ['marked.LICENSE.md', /text\/plain/, /MIT license/i], ['dompurify.LICENSE-MPL-2.0.txt', /text\/plain/, /Mozilla Public License/],
+      ['dompurify.LICENSE-Apache-2.0.txt', /text\/plain/, /Apache License/],
+    ]) {
+      const res = await fetch(`${gateway.url}/playground/vendor/${file}`);
+      assert.equal(res.status, 200, file);
+      assert.match(res.headers.get('content-type'), type, file);
+      assert.match(res.headers.get('content-security-policy'), /script-src 'self'/, file);
+      assert.match(await res.text(), text, file);
+    }
+    assert.equal((await fetch(`${gateway.url}/playground/vendor/missing.js`)).status, 404);
 
     const off = await startGateway({ upstream, env: { RESPONSES_GATEWAY_SERVER__PLAYGROUND: 'false' }, name: 'gateway-playground-off' });
     try {
-      for (const p of ['/', '/playground', '/playground/app.js']) {
+      for (const p of ['/', '/playground', '/playground/app.js', '/playground/vendor/marked.esm.js']) {
         const res = await fetch(`${off.url}${p}`);
         assert.equal(res.status, 404, p);
         assert.equal((await res.json()).error.code, 'unknown_url');
@@ -171,10 +212,12 @@ describe('playground', () => {
     const sourceLinks = await item.locator('.sources a').evaluateAll((as) => as.map((a) => a.getAttribute('href')));
     assert.deepEqual(sourceLinks, [WIKI, LETOUR, 'https://www.cyclingnews.com/races/tour-de-france-2025/']);
 
-    // The answer's citations: links whose href is the source URL, on the exact spans.
+    // The answer's citations: links whose href is the source URL, on the exact spans, as
+    // Markdown shows them: the cited `([Wikipedia](…))` reads "(Wikipedia)", one link.
     const cites = await page.$$eval('.answer a.cite', (as) => as.map((a) => ({ href: a.getAttribute('href'), text: a.textContent })));
-    assert.deepEqual(cites, [{ href: WIKI, text: CITED_SPAN }, { href: LETOUR, text: LETOUR }]);
-    assert.equal(await page.textContent('.answer .text'), `${SEARCH_ANSWER.replace(CITED_SPAN, `${CITED_SPAN}[1]`)}[2]`);
+    assert.deepEqual(cites, [{ href: WIKI, text: '(Wikipedia)' }, { href: LETOUR, text: LETOUR }]);
+    assert.equal(await page.textContent('.answer .text'), `${SEARCH_ANSWER.replace(CITED_SPAN, '(Wikipedia)[1]')}[2]`);
+    assert.equal(await page.locator('.answer a a').count(), 0, 'no link inside a link');
     const notes = await page.$$eval('.answer .footnotes a', (as) => as.map((a) => a.getAttribute('href')));
     assert.deepEqual(notes, [WIKI, LETOUR]);
     await shot(page, '03-web-search-citations');
@@ -310,6 +353,159 @@ describe('playground', () => {
     await page.close();
   });
 
+  test('an answer renders as Markdown (heading, list, table, code block, links) while it streams; citations keep their spans', async () => {
+    const { page, consoleErrors } = await openPage();
+    await page.check('#tool-web_search');
+    await upstream.push({ tool_calls: [searchCall] }, { text: chunks(MD_ANSWER, 6), token_delay_ms: 30 });
+    await page.evaluate(() => { delete document.body.dataset.idle; });
+    await page.fill('#prompt', 'Who won, in Markdown?');
+    await page.press('#prompt', 'Enter');
+    // Rendered while it streams: the list is there before the answer ends.
+    await page.waitForSelector('.answer.streaming .text.markdown li', { timeout: 30_000 });
+    await page.waitForSelector('body[data-idle="true"]', { timeout: 30_000 });
+
+    const answer = page.locator('.answer .text');
+    assert.equal(await answer.locator('h2').textContent(), 'Tour de France 2025');
+    const items = answer.locator('ul > li');
+    assert.equal(await items.count(), 3);
+    // The cited markdown link inside a list item: one link to the source on "(Wikipedia)",
+    // with its footnote reference; the bold text before it stays bold.
+    const first = items.nth(0);
+    assert.equal(await first.locator('strong').textContent(), 'Tadej Pogačar');
+    assert.deepEqual(await first.locator('a.cite').evaluate((a) => [a.getAttribute('href'), a.textContent, a.target, a.rel]),
+      [WIKI, '(Wikipedia)', '_blank', 'noopener noreferrer']);
+    assert.equal(await first.textContent(), 'Winner: Tadej Pogačar (Wikipedia)[1]');
+    assert.equal(await first.locator('sup.ref a').getAttribute('href'), await page.locator('.answer .footnotes li').first().evaluate((li) => `#${li.id}`));
+    // A cited bare URL: the autolink and the citation are one link.
+    assert.deepEqual(await items.nth(1).locator('a').evaluateAll((as) => as.map((a) => [a.className, a.getAttribute('href'), a.textContent])),
+      [['cite', LETOUR, LETOUR], ['', '#' + await page.locator('.answer .footnotes li').nth(1).getAttribute('id'), '[2]']]);
+    // A plain (uncited) Markdown link opens in a new tab, without opener or referrer.
+    const rules = items.nth(2).locator('a');
+    assert.deepEqual(await rules.evaluate((a) => [a.getAttribute('href'), a.textContent, a.target, a.rel, a.className]),
+      ['https://example.org/rules', 'the rules', '_blank', 'noopener noreferrer', '']);
+    // The table, with its column alignment.
+    assert.deepEqual(await answer.locator('table thead th').allTextContents(), ['Rank', 'Rider']);
+    assert.equal(await answer.locator('table thead th').first().getAttribute('align'), 'right');
+    assert.deepEqual(await answer.locator('table tbody tr').evaluateAll((rows) => rows.map((r) => [...r.cells].map((c) => c.textContent))),
+      [['1', 'Pogačar'], ['2', 'Vingegaard']]);
+    // The code block keeps its text, markup included, as text.
+    assert.equal(await answer.locator('pre > code').textContent(), 'const winner = "<b>Pogačar</b>";\n');
+    assert.equal(await answer.locator('b').count(), 0);
+    // No Markdown syntax left over, no nested links; the footnotes list both sources.
+    const shown = await answer.textContent();
+    for (const raw of ['](', '**', '| ---', '```', '## ']) assert.ok(!shown.includes(raw), `"${raw}" is rendered, not shown`);
+    assert.equal(await page.locator('.answer a a').count(), 0);
+    assert.deepEqual(await page.$$eval('.answer .footnotes a', (as) => as.map((a) => a.getAttribute('href'))), [WIKI, LETOUR]);
+    assert.deepEqual(consoleErrors.filter((e) => !/vector_stores|404/.test(e)), []);
+    await shot(page, '06b-markdown-answer');
+    await page.close();
+  });
+
+  test('model text cannot inject HTML or script: <img onerror>, <script>, javascript: links stay inert', async () => {
+    const { page } = await openPage();
+    // Everything ever inserted into the transcript (also while it streams), and any CSP
+    // violation (which an inline handler or a javascript: URL that got through would cause).
+    await page.evaluate(() => {
+      window.__bad = [];
+      window.__csp = [];
+      document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
+      const check = (node) => {
+        if (node.nodeType !== 1) return;
+        for (const e of [node, ...node.querySelectorAll('*')]) {
+          if (/^(SCRIPT|IMG|SVG|IFRAME|OBJECT|EMBED|FORM|INPUT|STYLE|LINK|META|BASE)$/i.test(e.tagName)) window.__bad.push(`<${e.tagName}>`);
+          for (const a of e.attributes) {
+            if (/^on/i.test(a.name) || a.name === 'style' || a.name === 'id' && e.closest('.text')) window.__bad.push(`${e.tagName} ${a.name}=${a.value}`);
+            if ((a.name === 'href' || a.name === 'src') && !/^(https?:|mailto:|#note-)/.test(a.value)) window.__bad.push(`${e.tagName} ${a.name}=${a.value}`);
+          }
+        }
+      };
+      new MutationObserver((records) => records.forEach((r) => r.addedNodes.forEach(check)))
+        .observe(document.getElementById('log'), { subtree: true, childList: true });
+    });
+    await upstream.push({ text: chunks(XSS_ANSWER, 7), token_delay_ms: 5 });
+    await ask(page, 'Try to break the page');
+    const answer = page.locator('.answer .text');
+    assert.ok(!(await answer.textContent()).includes('[safe]('), 'the answer is rendered as Markdown');
+    // Nothing ran, and nothing that could run was ever in the page.
+    assert.equal(await page.evaluate(() => window.__pwned), undefined);
+    assert.deepEqual(await page.evaluate(() => window.__bad), []);
+    assert.equal(await page.locator('.answer :is(script, img, svg, iframe, form, input, style)').count(), 0);
+    assert.equal(await page.locator('.answer [onerror], .answer [onclick], .answer [onload], .answer [onmouseover], .answer [style]').count(), 0);
+    // Raw HTML is shown as text; the page's own elements keep their ids.
+    const shown = await answer.textContent();
+    assert.ok(shown.includes('<img src=x onerror="window.__pwned=1">'), shown);
+    assert.ok(shown.includes('<script>window.__pwned=1</script>'), shown);
+    assert.equal(await page.evaluate(() => document.getElementById('prompt').tagName), 'TEXTAREA');
+    // javascript: and data: links lose their address; the https one is a link to a new tab.
+    const links = await answer.locator('a').evaluateAll((as) => as.map((a) => [a.textContent, a.getAttribute('href')]));
+    for (const [label, href] of links) {
+      if (label === 'safe') assert.equal(href, 'https://example.org/safe');
+      else assert.equal(href, null, `${label} has no address`);
+    }
+    assert.deepEqual(links.map((l) => l[0]).sort(), ['click', 'data', 'javascript:window.__pwned=1', 'safe', 'upper'].sort());
+    assert.deepEqual(await answer.locator('a[href^="https:"]').evaluate((a) => [a.target, a.rel]), ['_blank', 'noopener noreferrer']);
+    // Clicking them does nothing: no script, no navigation.
+    const url = page.url();
+    for (const label of ['click', 'upper', 'data', 'javascript:window.__pwned=1']) await answer.locator('a', { hasText: label }).first().click();
+    await answer.getByText('clobber').hover();
+    await page.waitForTimeout(300);
+    assert.equal(await page.evaluate(() => window.__pwned), undefined);
+    assert.equal(page.url(), url);
+    assert.deepEqual(await page.evaluate(() => window.__csp), []);
+    await shot(page, '06c-markdown-xss-inert');
+    await page.close();
+  });
+
+  test('citations through Markdown, edge cases: a span across paragraphs, inside a link, a marker inside an address, forged markers', async () => {
+    const { page } = await openPage();
+    // The page's own module, as served (under the page's CSP), on annotations the gateway
+    // would not make itself but an upstream's annotations might.
+    const out = await page.evaluate(async () => {
+      const { renderMarkdown } = await import('./playground/markdown.js');
+      const cp = (text, s) => [...text.slice(0, text.indexOf(s))].length;
+      const render = (text, annotations) => {
+        const div = document.createElement('div');
+        const { fragment, notes } = renderMarkdown(text, annotations, 'x');
+        div.append(fragment);
+        return {
+          html: div.innerHTML,
+          text: div.textContent,
+          cites: [...div.querySelectorAll('.cite')].map((e) => [e.tagName, e.textContent]),
+          nested: div.querySelectorAll('a a').length,
+          refs: [...div.querySelectorAll('sup.ref')].map((r) => [r.textContent, r.previousSibling && r.previousSibling.textContent]),
+          notes: notes.length,
+          markers: /[\uE100-\uE3FF]|%EE%8/i.test(div.innerHTML),
+        };
+      };
+      const across = 'First part is cited.\n\nSecond part too.';
+      const inLink = '[see the docs](https://x.example/docs) now';
+      const inAddress = '[docs](https://x.example/docs) here';
+      const url = (text, s, u) => ({ type: 'url_citation', start_index: cp(text, s), end_index: cp(text, s) + [...s].length, url: u, title: u });
+      return {
+        across: render(across, [url(across, 'cited.\n\nSecond', 'https://a.example/')]),
+        inLink: render(inLink, [url(inLink, 'the docs', 'https://b.example/'), { type: 'file_citation', index: cp(inLink, ']('), file_id: 'f1' }]),
+        inAddress: render(inAddress, [{ type: 'file_citation', index: cp(inAddress, 'x.example'), file_id: 'f2' }]),
+        forged: render('a \uE100b\uE200 c \uE300', []),
+      };
+    });
+    // Across two paragraphs: each piece marked, the reference after the last one.
+    assert.deepEqual(out.across.cites, [['MARK', 'cited.'], ['MARK', 'Second']], out.across.html);
+    assert.deepEqual(out.across.refs, [['[1]', 'Second']]);
+    assert.equal(out.across.text, 'First part is cited.Second[1] part too.');
+    // Inside the model's own link: <mark>, and the references after that link, never inside it.
+    assert.deepEqual(out.inLink.cites, [['MARK', 'the docs']], out.inLink.html);
+    assert.equal(out.inLink.nested, 0, out.inLink.html);
+    assert.deepEqual(out.inLink.refs.map((r) => r[0]), ['[1]', '[2]']);
+    assert.equal(out.inLink.text, 'see the docs[1][2] now');
+    // A marker inside an address is dropped: the link keeps its address, the note its footnote.
+    assert.match(out.inAddress.html, /<a href="https:\/\/x\.example\/docs" target="_blank" rel="noopener noreferrer">docs<\/a>/);
+    assert.equal(out.inAddress.notes, 1);
+    // Marker characters the model wrote are not markers.
+    assert.equal(out.forged.text, 'a \uFFFDb\uFFFD c \uFFFD');
+    for (const r of Object.values(out)) assert.equal(r.markers, false, r.html);
+    await page.close();
+  });
+
   test('errors: an upstream failure (response.failed) and an HTTP error are shown', async () => {
     const { page } = await openPage();
     await upstream.push({ http_status: 500 }, { http_status: 500 });
@@ -366,7 +562,7 @@ describe('playground', () => {
     await page.close();
   });
 
-  test('390 px wide: no horizontal scrolling, with tool entries open and long links', async () => {
+  test('390 px wide: no horizontal scrolling, with tool entries open, long links, a table and a code block', async () => {
     const { page } = await openPage({ width: 390, height: 844 });
     assert.equal(await page.$eval('#settings', (d) => d.open), false, 'settings start folded on a phone');
     await page.click('#settings summary');
@@ -374,7 +570,9 @@ describe('playground', () => {
     await page.check('#tool-package_version');
     await upstream.push(
       { tool_calls: [searchCall, { name: 'package_version', arguments: '{"input":"axum"}' }] },
-      { text: chunks(`${SEARCH_ANSWER} See also https://www.cyclingnews.com/races/tour-de-france-2025/ for results.`) },
+      { text: chunks(`${SEARCH_ANSWER} See also https://www.cyclingnews.com/races/tour-de-france-2025/ for results.\n\n`
+        + '| Stage | Result |\n| --- | --- |\n| 1 | https://www.cyclingnews.com/races/tour-de-france-2025/stage-1/results/and/more/ |\n\n'
+        + '```\nconst aVeryLongIdentifierThatDoesNotBreak = "https://example.org/a/very/long/path/that/does/not/break/anywhere";\n```') },
     );
     await ask(page, 'A long answer with long links, please: https://example.org/a/very/long/path/that/does/not/break/anywhere/at/all');
     await page.$$eval('details', (ds) => ds.forEach((d) => { d.open = true; }));
@@ -390,6 +588,8 @@ describe('playground', () => {
     assert.ok(overflow.scrollWidth <= overflow.clientWidth, JSON.stringify(overflow));
     assert.ok(overflow.bodyScroll <= overflow.clientWidth, JSON.stringify(overflow));
     assert.deepEqual(overflow.wide, []);
+    assert.equal(await page.locator('.answer table').count(), 1);
+    assert.equal(await page.locator('.answer pre code').count(), 1);
     await shot(page, '11-phone-390px');
     await page.close();
   });

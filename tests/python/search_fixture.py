@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -88,7 +89,7 @@ FORBIDDEN_HTML = b"""<!DOCTYPE html><html><head><title>403 Forbidden</title></he
 <body><h1>Forbidden</h1><p>You don't have the permission to access the requested resource.</p></body></html>
 """
 
-MODES = ("ok", "empty", "403", "500", "429", "non_json", "wrong_shape")
+MODES = ("ok", "empty", "403", "500", "429", "non_json", "wrong_shape", "slow")
 
 
 class SearchFixture:
@@ -120,6 +121,9 @@ class SearchFixture:
                     return self._send(400, b'{"error":"No query"}')
                 if (params.get("format") or [""])[0] != "json" or mode == "403":
                     return self._send(403, FORBIDDEN_HTML, "text/html; charset=utf-8")
+                if mode == "slow":
+                    # Answers after 8 s (within the gateway's 10 s search timeout).
+                    time.sleep(8)
                 if mode == "500":
                     return self._send(500, b'{"error":"search error"}')
                 if mode == "429":

@@ -6,6 +6,8 @@ keys of its own."""
 
 from __future__ import annotations
 
+import time
+
 import httpx
 import openai
 import pytest
@@ -117,3 +119,52 @@ def test_health_is_not_rate_limited(limited: harness.Gateway):
     base = limited.api_base.removesuffix("/v1")
     for _ in range(10):
         assert httpx.get(f"{base}/healthz", timeout=10).status_code == 200
+
+
+@pytest.fixture(scope="module")
+def slots(upstream_server: harness.Upstream, tmp_path_factory: pytest.TempPathFactory):
+    """No keys (one shared budget), one upstream slot without a queue, one stream, two
+    background workers, no rate."""
+    env = {
+        "RESPONSES_GATEWAY_LIMITS__CONCURRENT_STREAMS": "1",
+        "RESPONSES_GATEWAY_LIMITS__UPSTREAM_MAX_IN_FLIGHT": "1",
+        "RESPONSES_GATEWAY_LIMITS__UPSTREAM_QUEUE": "0",
+        "RESPONSES_GATEWAY_BACKGROUND__WORKERS": "2",
+        "RESPONSES_GATEWAY_BACKGROUND__POLL_MS": "50",
+    }
+    gw = harness.start_gateway(harness.binary("GATEWAY_BIN", "responses-gateway"), upstream_server.base_url,
+                               tmp_path_factory.mktemp("slots"), extra_env=env)
+    yield gw
+    gw.close()
+    gw.proc.stop()
+
+
+def test_background_runs_take_upstream_slots_and_followers_stream_slots(slots: harness.Gateway,
+                                                                         upstream_server: harness.Upstream):
+    """A background request is queued even while the one upstream slot is taken (it does not
+    wait for it); its worker takes the slot when it runs, so two background runs never use
+    the upstream at once. A follower (GET ?stream=true) is one of the caller's streams."""
+    upstream_server.reset()
+    upstream_server.push({"text": ["a "] * 20, "token_delay_ms": 100}, {"text": ["b"]})
+    with openai.OpenAI(base_url=slots.api_base, api_key="unused", max_retries=0, timeout=30) as c, \
+            openai.OpenAI(base_url=slots.api_base, api_key="unused", max_retries=0, timeout=30) as f:
+        first = c.responses.create(model="m", input="one", background=True)
+        second = c.responses.create(model="m", input="two", background=True)
+        deadline = time.monotonic() + 30
+        while c.responses.retrieve(first.id).status == "queued" and c.responses.retrieve(second.id).status == "queued":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(0.5)
+        assert len(upstream_server.requests()) == 1, "two background runs used the one upstream slot at once"
+        running = first if c.responses.retrieve(first.id).status == "in_progress" else second
+        follower = f.responses.retrieve(running.id, stream=True)
+        next(iter(follower))
+        with pytest.raises(openai.RateLimitError) as e:
+            f.responses.retrieve(running.id, stream=True)
+        assert_429(e, "limits.concurrent_streams")
+        follower.close()
+        for r in (first, second):
+            deadline = time.monotonic() + 30
+            while c.responses.retrieve(r.id).status != "completed":
+                assert time.monotonic() < deadline
+                time.sleep(0.05)

@@ -61,8 +61,11 @@ impl Refused {
             Refused::Streams { limit } => format!(
                 "Too many concurrent streams on this API key: at most {limit} (limits.concurrent_streams). Please retry when one has finished."
             ),
+            Refused::UpstreamBusy { waited } if waited.is_zero() => {
+                "The model server is busy: every slot (limits.upstream_max_in_flight) is taken and its wait queue (limits.upstream_queue) is full. Please retry shortly.".to_string()
+            }
             Refused::UpstreamBusy { waited } => format!(
-                "The model server is busy: every slot (limits.upstream_max_in_flight) is taken and the queue is full or waited {} ms. Please retry shortly.",
+                "The model server is busy: no slot (limits.upstream_max_in_flight) came free within {} ms (limits.upstream_queue_timeout_ms). Please retry shortly.",
                 waited.as_millis()
             ),
         }
@@ -77,6 +80,13 @@ pub struct StreamPermit(#[allow(dead_code)] OwnedSemaphorePermit);
 /// at most one upstream request in flight): the slot is free again when it is dropped.
 #[derive(Debug)]
 pub struct UpstreamPermit(#[allow(dead_code)] Option<OwnedSemaphorePermit>);
+
+impl UpstreamPermit {
+    /// No slot (a request that does not use the upstream now).
+    pub fn none() -> UpstreamPermit {
+        UpstreamPermit(None)
+    }
+}
 
 /// The limits of `[limits]`, shared by every request.
 pub struct Admission {
@@ -148,6 +158,13 @@ impl Admission {
             map.entry(key).or_insert_with(|| Arc::new(Semaphore::new(*limit as usize))).clone()
         };
         sem.try_acquire_owned().map(|p| Some(StreamPermit(p))).map_err(|_| Refused::Streams { limit: *limit })
+    }
+
+    /// Takes an upstream slot for a background run's turn, waiting as long as it takes (the
+    /// run already waited in the store's queue; the bounded wait queue is for requests).
+    pub async fn upstream_unbounded(&self) -> UpstreamPermit {
+        let Some(gate) = &self.upstream else { return UpstreamPermit(None) };
+        UpstreamPermit(gate.permits.clone().acquire_owned().await.ok())
     }
 
     /// Takes an upstream slot for one turn, waiting in the bounded queue when all are taken.

@@ -67,6 +67,14 @@ impl GatewayError {
         }
     }
 
+    /// 429 `rate_limit_exceeded` (type `requests`): a bounded queue of the gateway is full.
+    pub fn rate_limited(message: impl Into<String>) -> Self {
+        GatewayError {
+            kind: ErrorKind::RateLimited,
+            error: ApiError { kind: "requests".into(), ..ApiError::invalid(None, message).with_code("rate_limit_exceeded") },
+        }
+    }
+
     /// 502 `server_error` for upstream failures (message already free of credentials).
     pub fn bad_gateway(message: impl Into<String>, code: &str) -> Self {
         GatewayError::server(ErrorKind::BadGateway, message, Some(code))

@@ -3,6 +3,7 @@
 
 pub mod admission;
 pub mod auth;
+pub mod background;
 pub mod config;
 pub mod crypto;
 pub mod error;
@@ -45,7 +46,7 @@ pub async fn serve_on(
     if let Some(m) = &state.metrics {
         m.start_upkeep();
     }
-    let (turns, cancel) = (state.turns.clone(), state.shutdown.clone());
+    let (turns, cancel, stop_claiming) = (state.turns.clone(), state.shutdown.clone(), state.stop_claiming.clone());
     // `/metrics` on its own address (`metrics.listen`), until the process ends.
     if let (Some(m), Some(at)) = (&state.metrics, config.metrics.listen) {
         let listener = TcpListener::bind(at).await.map_err(|e| anyhow::anyhow!("cannot listen on {at} (metrics.listen): {e}"))?;
@@ -62,6 +63,8 @@ pub async fn serve_on(
     let signal = async move {
         shutdown.await;
         tracing::info!(grace_ms = grace.as_millis() as u64, "shutting down: running turns may finish");
+        // Background workers take no new run; the ones running finish like other turns.
+        stop_claiming.cancel();
         tokio::spawn(async move {
             tokio::time::sleep(grace).await;
             // Counted when they are cut (streamed and stored turns run as tracked tasks;

@@ -33,6 +33,9 @@ pub enum EventKind {
     Created { response: Box<Response> },
     #[serde(rename = "response.in_progress")]
     InProgress { response: Box<Response> },
+    /// A background response waits for a worker (contract §8.2 `response.queued`).
+    #[serde(rename = "response.queued")]
+    Queued { response: Box<Response> },
     #[serde(rename = "response.completed")]
     Completed { response: Box<Response> },
     #[serde(rename = "response.incomplete")]
@@ -164,6 +167,7 @@ impl EventKind {
         match self {
             EventKind::Created { .. } => "response.created",
             EventKind::InProgress { .. } => "response.in_progress",
+            EventKind::Queued { .. } => "response.queued",
             EventKind::Completed { .. } => "response.completed",
             EventKind::Incomplete { .. } => "response.incomplete",
             EventKind::Failed { .. } => "response.failed",

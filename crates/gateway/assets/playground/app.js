@@ -5,6 +5,7 @@ import {
   SseParser, toolSettings, replayable, isCommentary, pendingFunctionCalls, runBrowserTool,
   segmentText, safeUrl, errorMessage, BROWSER_TOOLS,
 } from './lib.js';
+import { renderMarkdown, citationRef } from './markdown.js';
 
 const $ = (id) => document.getElementById(id);
 const MAX_BROWSER_ROUNDS = 6;
@@ -40,11 +41,21 @@ function announce(text) {
   $('announce').textContent = text;
 }
 
+function nearEnd() {
+  return window.innerHeight + window.scrollY >= document.body.scrollHeight - 160;
+}
+
 function scrollToEnd() {
   const log = $('log');
-  const nearEnd = window.innerHeight + window.scrollY >= document.body.scrollHeight - 160;
-  if (nearEnd) window.scrollTo({ top: document.body.scrollHeight });
+  if (nearEnd()) window.scrollTo({ top: document.body.scrollHeight });
   return log;
+}
+
+/** Runs `change` (which may grow the page); a reader who was at the end stays there. */
+function keepingEnd(change) {
+  const follow = nearEnd();
+  change();
+  if (follow) window.scrollTo({ top: document.body.scrollHeight });
 }
 
 function pretty(text) {
@@ -256,12 +267,14 @@ class ResponseView {
     }
   }
 
-  // --- messages: commentary apart from the answer, text streamed token by token
+  // --- messages: commentary apart from the answer, text streamed token by token. An answer
+  // is Markdown (markdown.js), rendered again from its whole text at most once per frame while
+  // it streams and once more when it is done; commentary and refusals are shown as they are.
   message(item) {
     const commentary = isCommentary(item);
     const box = stamp(el('div', { class: commentary ? 'commentary' : 'answer' }));
     if (commentary) box.append(el('span', { class: 'label', text: 'commentary' }));
-    const text = el('p', { class: 'text' });
+    const text = el('div', { class: 'text' });
     const notes = el('ol', { class: 'footnotes', hidden: true, 'aria-label': 'Sources' });
     box.append(text, notes);
     if (!commentary) box.classList.add('streaming');
@@ -269,16 +282,37 @@ class ResponseView {
     const view = {
       raw: '',
       annotations: [],
+      refusal: false,
       box,
+      frame: 0,
+      markdown() {
+        return box.classList.contains('answer') && !view.refusal;
+      },
       append(delta) {
         view.raw += delta;
-        if (view.annotations.length) view.render();
-        else text.append(delta); // token by token, no re-render
+        if (view.markdown() || view.annotations.length || text.classList.contains('markdown')) view.schedule();
+        else text.append(delta); // plain text token by token, no re-render
+      },
+      schedule() {
+        if (!view.frame) view.frame = requestAnimationFrame(() => { view.frame = 0; keepingEnd(view.render); });
       },
       render() {
-        const { segments, notes: list } = segmentText(view.raw, view.annotations);
-        text.replaceChildren(...segments.map((s) => renderSegment(s, box.dataset.seq)));
-        notes.replaceChildren(...list.map((n) => renderNote(n, box.dataset.seq)));
+        if (view.frame) cancelAnimationFrame(view.frame);
+        view.frame = 0;
+        const scope = box.dataset.seq;
+        let list;
+        if (view.markdown()) {
+          const rendered = renderMarkdown(view.raw, view.annotations, scope);
+          text.classList.add('markdown');
+          text.replaceChildren(rendered.fragment);
+          list = rendered.notes;
+        } else {
+          const { segments, notes: plain } = segmentText(view.raw, view.annotations);
+          text.classList.remove('markdown');
+          text.replaceChildren(...segments.map((s) => renderSegment(s, scope)));
+          list = plain;
+        }
+        notes.replaceChildren(...list.map((n) => renderNote(n, scope)));
         notes.hidden = list.length === 0;
       },
       update(it) {
@@ -289,6 +323,7 @@ class ResponseView {
           view.annotations = Array.isArray(part.annotations) ? part.annotations : [];
         } else if (refusal) {
           view.raw = refusal.refusal || '';
+          view.refusal = true;
           box.classList.add('refusal');
         }
         if (isCommentary(it) && box.classList.contains('answer')) {
@@ -424,9 +459,10 @@ class ResponseView {
   }
 }
 
+/** One segment of text shown as it is (commentary, refusals). */
 function renderSegment(s, scope) {
   if (s.kind === 'text') return document.createTextNode(s.text);
-  const ref = el('sup', { class: 'ref' }, el('a', { href: `#note-${scope}-${s.note.n}`, text: `[${s.note.n}]`, 'aria-label': `source ${s.note.n}` }));
+  const ref = citationRef(s.note, scope);
   if (s.kind === 'marker') return ref;
   const href = s.note.type === 'url_citation' ? safeUrl(s.note.url) : null;
   const span = href
@@ -537,8 +573,14 @@ function handleEvent(ev, view) {
     case 'response.output_item.done':
       view.done(ev.output_index, ev.item || {});
       return null;
+    case 'response.refusal.delta': {
+      const v = view.get(ev.output_index);
+      if (v && 'refusal' in v) v.refusal = true; // shown as it is, not as Markdown
+      if (v && v.append) v.append(ev.delta || '');
+      scrollToEnd();
+      return null;
+    }
     case 'response.output_text.delta':
-    case 'response.refusal.delta':
     case 'response.reasoning_summary_text.delta':
     case 'response.reasoning_text.delta':
     case 'response.function_call_arguments.delta':

@@ -1,6 +1,6 @@
 // Pure helpers of the playground page (no DOM): SSE parsing, request building, annotation
-// spans, the browser-side tool. Loaded by app.js in the browser and by the node unit tests
-// in tests/browser.
+// spans and citation markers, the browser-side tool. Loaded by app.js in the browser and by
+// the node unit tests in tests/browser.
 
 /** Incremental parser for a `text/event-stream` body read in arbitrary chunks. */
 export class SseParser {
@@ -179,31 +179,42 @@ export function safeUrl(url) {
   }
 }
 
+/** Only http(s) and mailto URLs become links in a rendered answer. */
+export function safeLinkUrl(url) {
+  if (typeof url !== 'string') return null;
+  try {
+    const u = new URL(url);
+    return u.protocol === 'http:' || u.protocol === 'https:' || u.protocol === 'mailto:' ? u.href : null;
+  } catch {
+    return null;
+  }
+}
+
 /**
- * Splits `text` at its annotations into segments:
- *   {kind:'text', text} | {kind:'cite', text, note} | {kind:'marker', note}
- * and the footnotes [{n, type, url?, title?, file_id?, filename?}] they refer to, numbered in
- * text order (one number per distinct source). Spans (`start_index`/`end_index`, code points,
- * end exclusive) wrap text; points (`index`, e.g. file_citation) insert a marker. Overlapping
- * or out-of-range spans are dropped, never reordered.
+ * The annotations of `text` as non-overlapping marks in text order, {start, end, note} in
+ * UTF-16 offsets (end === start for a point), and the footnotes [{n, type, url?, title?,
+ * file_id?, filename?}] they refer to, numbered in text order (one number per distinct
+ * source). Spans (`start_index`/`end_index`, code points, end exclusive) wrap text; points
+ * (`index`, e.g. file_citation) mark a place. Overlapping or out-of-range spans are dropped,
+ * never reordered.
  */
-export function segmentText(text, annotations) {
+export function annotationMarks(text, annotations) {
   const map = codePointOffsets(text);
   const last = map.length - 1;
   const at = (cp) => map[Math.max(0, Math.min(last, cp | 0))];
-  const marks = [];
+  const found = [];
   for (const a of annotations || []) {
     if (!a || typeof a !== 'object') continue;
     if (Number.isInteger(a.start_index) && Number.isInteger(a.end_index)) {
       if (a.start_index < 0 || a.end_index > last || a.end_index <= a.start_index) continue;
-      marks.push({ start: at(a.start_index), end: at(a.end_index), a });
+      found.push({ start: at(a.start_index), end: at(a.end_index), a });
     } else if (Number.isInteger(a.index)) {
       if (a.index < 0 || a.index > last) continue;
       const p = at(a.index);
-      marks.push({ start: p, end: p, a });
+      found.push({ start: p, end: p, a });
     }
   }
-  marks.sort((x, y) => x.start - y.start || x.end - y.end);
+  found.sort((x, y) => x.start - y.start || x.end - y.end);
   const notes = [];
   const byKey = new Map();
   const noteFor = (a) => {
@@ -215,22 +226,95 @@ export function segmentText(text, annotations) {
     }
     return byKey.get(key);
   };
+  const marks = [];
+  let pos = 0;
+  for (const m of found) {
+    if (m.start < pos) continue; // overlaps the previous span
+    marks.push({ start: m.start, end: m.end, note: noteFor(m.a) });
+    pos = m.end;
+  }
+  return { marks, notes };
+}
+
+/**
+ * Splits `text` at its annotations into segments:
+ *   {kind:'text', text} | {kind:'cite', text, note} | {kind:'marker', note}
+ * and the footnotes they refer to (see annotationMarks). Used for text shown as it is
+ * (commentary, refusals); answers go through markCitations and Markdown.
+ */
+export function segmentText(text, annotations) {
+  const { marks, notes } = annotationMarks(text, annotations);
   const segments = [];
   let pos = 0;
   for (const m of marks) {
-    if (m.start < pos) continue; // overlaps the previous span
     if (m.start > pos) segments.push({ kind: 'text', text: text.slice(pos, m.start) });
-    const note = noteFor(m.a);
-    if (m.end > m.start) {
-      segments.push({ kind: 'cite', text: text.slice(m.start, m.end), note });
-      pos = m.end;
-    } else {
-      segments.push({ kind: 'marker', note });
-      pos = m.start;
-    }
+    if (m.end > m.start) segments.push({ kind: 'cite', text: text.slice(m.start, m.end), note: m.note });
+    else segments.push({ kind: 'marker', note: m.note });
+    pos = m.end;
   }
   if (pos < text.length) segments.push({ kind: 'text', text: text.slice(pos) });
   return { segments, notes };
+}
+
+// Citation markers for Markdown. An answer's annotations index its *source* text, and Markdown
+// rendering moves and drops characters (`[label](url)` becomes "label"), so the offsets cannot
+// be applied to the rendered page. Instead markCitations puts one private-use character at
+// each annotation's start, end or point in the source before it is parsed: mark k (0-based)
+// starts at U+E100+k, ends at U+E200+k, or is a point at U+E300+k. Markdown passes such
+// characters through as text, so after rendering (and sanitizing) the page finds them in the
+// DOM and wraps what lies between a start and its end (markdown.js). The characters were
+// chosen because models do not write them and Markdown gives them no meaning; any the model
+// did write are replaced by U+FFFD first (same length), so text cannot forge a marker.
+export const MARK_START = 0xe100;
+export const MARK_END = 0xe200;
+export const MARK_POINT = 0xe300;
+/** At most this many marks per message are placed in the text (the rest stay footnotes). */
+export const MAX_MARKS = 0x100;
+/** Any marker character (and nothing else). */
+export const MARKER_RE = /[\uE100-\uE3FF]/g;
+
+/** Where a marker at `p` goes: a marker at the start of a line moves past the line's block
+ * syntax (list bullet or number, heading #, quote >, table |, indentation), which it would
+ * otherwise turn into text; never past `limit`. */
+function pastBlockSyntax(text, p, limit) {
+  if (p !== 0 && text[p - 1] !== '\n') return p;
+  const m = /^(?:[ \t]*(?:[-*+][ \t]+|\d{1,9}[.)][ \t]+|#{1,6}[ \t]+|>[ \t]?|\|[ \t]*))*[ \t]*/.exec(text.slice(p, limit));
+  return p + (m ? m[0].length : 0);
+}
+
+/**
+ * `text` with citation markers at its annotations (see above), the marks [{k, note, span}]
+ * (span: false for a point) and the footnotes. A span's end moves back before trailing
+ * whitespace, so its end marker never starts the next line.
+ */
+export function markCitations(text, annotations) {
+  const { marks, notes } = annotationMarks(text, annotations);
+  const clean = text.replace(MARKER_RE, '\uFFFD');
+  const cites = [];
+  const inserts = []; // [offset, marker], in offset order
+  for (const m of marks.slice(0, MAX_MARKS)) {
+    const k = cites.length;
+    let end = m.end;
+    while (end > m.start && /\s/.test(clean[end - 1])) end--;
+    const start = pastBlockSyntax(clean, m.start, end);
+    if (end > start) {
+      inserts.push([start, String.fromCharCode(MARK_START + k)], [end, String.fromCharCode(MARK_END + k)]);
+      cites.push({ k, note: m.note, span: true });
+    } else {
+      const p = m.end > m.start ? end : pastBlockSyntax(clean, m.start, clean.length);
+      inserts.push([p, String.fromCharCode(MARK_POINT + k)]);
+      cites.push({ k, note: m.note, span: false });
+    }
+  }
+  inserts.sort((x, y) => x[0] - y[0]); // stable: a moved point stays before a later span
+  let source = '';
+  let pos = 0;
+  for (const [at, marker] of inserts) {
+    source += clean.slice(pos, at) + marker;
+    pos = at;
+  }
+  source += clean.slice(pos);
+  return { source, cites, notes };
 }
 
 /** The message of an error body or event, whatever its shape (nested or flat). */

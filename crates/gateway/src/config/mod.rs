@@ -12,6 +12,7 @@ use figment::Figment;
 use serde::{Deserialize, Serialize};
 
 pub mod auth;
+pub mod background;
 pub mod file_search;
 pub mod limits;
 pub mod store;
@@ -43,6 +44,8 @@ pub struct Config {
     pub log: telemetry::LogConfig,
     /// `[otel]`: OpenTelemetry traces (see [`telemetry::OtelConfig`]).
     pub otel: telemetry::OtelConfig,
+    /// `[background]`: workers and queue of background responses (see [`background::BackgroundConfig`]).
+    pub background: background::BackgroundConfig,
 }
 
 /// `[web_search]`: where gateway-owned web searches run. A request never selects a backend.

@@ -56,6 +56,7 @@ impl Accumulator {
         match kind {
             EventKind::Created { response }
             | EventKind::InProgress { response }
+            | EventKind::Queued { response }
             | EventKind::Completed { response }
             | EventKind::Incomplete { response }
             | EventKind::Failed { response } => self.response = *response,

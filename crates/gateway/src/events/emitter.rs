@@ -21,6 +21,10 @@ pub enum Terminal {
     /// Cut short by the gateway's shutdown: `incomplete` without `incomplete_details` (the
     /// contract's reasons are `max_output_tokens` and `content_filter` only).
     Interrupted,
+    /// A background response cancelled by `POST /v1/responses/{id}/cancel`: status
+    /// `cancelled`. The stream event is `response.incomplete` (the Responses stream has no
+    /// `response.cancelled` event; its Response carries the status).
+    Cancelled,
     /// `{code, message}` for `response.error`.
     Failed { code: String, message: String },
 }
@@ -128,6 +132,19 @@ impl Emitter {
             sink.started(&self.acc.response, self.seq);
         }
         self.seq += 2;
+    }
+
+    /// Starts a background run whose stream already holds `response.created` (0) and
+    /// `response.queued` (1), written when it was queued: sends `response.in_progress` (2).
+    pub fn start_dequeued(&mut self) {
+        if self.seq > 0 {
+            return;
+        }
+        self.seq = 2;
+        if let Some(sink) = &mut self.sink {
+            sink.event(&EventKind::InProgress { response: Box::new(self.acc.response.clone()) }, self.seq);
+        }
+        self.seq += 1;
     }
 
     pub(super) fn next_index(&self) -> usize {
@@ -354,6 +371,10 @@ impl Emitter {
             }
             Terminal::Interrupted => {
                 r.status = ResponseStatus::Incomplete;
+                "response.incomplete"
+            }
+            Terminal::Cancelled => {
+                r.status = ResponseStatus::Cancelled;
                 "response.incomplete"
             }
             Terminal::Incomplete(reason) => {

@@ -9,6 +9,7 @@ pub mod ids;
 pub mod message_items;
 pub mod replay;
 pub mod sink;
+pub mod sse_sink;
 pub mod tool_items;
 
 pub use accumulator::Accumulator;

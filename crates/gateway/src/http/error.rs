@@ -31,7 +31,13 @@ pub fn respond(status: StatusCode, error: ApiError) -> Response {
 }
 
 impl IntoResponse for GatewayError {
+    /// A 429 carries `Retry-After: 1` (a full queue of the gateway's).
     fn into_response(self) -> Response {
-        respond(status(self.kind), self.error)
+        let limited = self.kind == ErrorKind::RateLimited;
+        let mut resp = respond(status(self.kind), self.error);
+        if limited {
+            resp.headers_mut().insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from_static("1"));
+        }
+        resp
     }
 }

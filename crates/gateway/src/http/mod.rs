@@ -20,7 +20,6 @@ pub mod request;
 pub mod responses;
 pub mod serve;
 pub mod sse;
-pub mod sse_sink;
 pub mod stored;
 #[cfg(feature = "otel")]
 pub mod trace_context;
@@ -37,6 +36,9 @@ use crate::store::Store;
 use axum::Router;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::RequestBodyTimeoutLayer;
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
 use crate::executors::file_search::VectorStoreBackend;
@@ -83,6 +85,10 @@ pub struct AppState {
     pub admission: Arc<crate::admission::Admission>,
     /// `[limits]`: the size ceilings of a request.
     pub sizes: crate::turn::Sizes,
+    /// Background responses: the queue's workers (started with the state) and cancels.
+    pub background: Arc<crate::background::Background>,
+    /// Cancelled when shutdown starts: background workers stop claiming runs.
+    pub stop_claiming: tokio_util::sync::CancellationToken,
 }
 
 impl AppState {
@@ -114,6 +120,29 @@ impl AppState {
         };
         let local_index = open_local_index(config)?;
         let keys = Arc::new(crate::auth::ApiKeys::load(&config.auth)?);
+        let registry = Arc::new(Registry::from_config(config, local_index.clone().map(|i| i as Arc<dyn VectorStoreBackend>)));
+        let sizes = crate::turn::Sizes {
+            max_input_items: config.limits.max_input_items,
+            max_tools: config.limits.max_tools,
+            max_output_tokens: config.limits.max_output_tokens,
+        };
+        let (turns, shutdown, stop_claiming) = (TaskTracker::new(), CancellationToken::new(), CancellationToken::new());
+        let admission = Arc::new(crate::admission::Admission::new(&config.limits));
+        let background = crate::background::Background::new(
+            crate::background::Deps {
+                store: store.clone(),
+                runner: runner.clone(),
+                models: config.models.clone(),
+                reject_unknown: config.server.reject_unknown_parameters,
+                registry: registry.clone(),
+                lease_ttl_ms: config.store.lease_ttl_ms,
+                sizes,
+                shutdown: shutdown.clone(),
+                admission: admission.clone(),
+            },
+            config.background.clone(),
+        );
+        background.start(&turns, stop_claiming.clone());
         Ok(AppState {
             keys,
             metrics_need_key: config.metrics.require_key,
@@ -124,20 +153,18 @@ impl AppState {
             reject_unknown: config.server.reject_unknown_parameters,
             keepalive: Duration::from_millis(config.server.keepalive_interval_ms),
             runner,
-            registry: Arc::new(Registry::from_config(config, local_index.clone().map(|i| i as Arc<dyn VectorStoreBackend>))),
+            registry,
             store,
             lease_ttl_ms: config.store.lease_ttl_ms,
             local_index,
             playground: config.server.playground,
-            turns: Default::default(),
-            shutdown: Default::default(),
+            turns,
+            shutdown,
             ready: std::sync::atomic::AtomicBool::new(true),
-            admission: Arc::new(crate::admission::Admission::new(&config.limits)),
-            sizes: crate::turn::Sizes {
-                max_input_items: config.limits.max_input_items,
-                max_tools: config.limits.max_tools,
-                max_output_tokens: config.limits.max_output_tokens,
-            },
+            admission,
+            sizes,
+            background,
+            stop_claiming,
         })
     }
 }
@@ -197,6 +224,7 @@ pub fn router(state: Arc<AppState>, server: &crate::config::ServerConfig) -> Rou
         .route("/v1/responses", post(responses::create))
         .route("/v1/responses/{id}", get(stored::get).delete(stored::delete))
         .route("/v1/responses/{id}/input_items", get(stored::input_items))
+        .route("/v1/responses/{id}/cancel", post(stored::cancel))
         .route("/v1/conversations", post(conversations::create))
         .route(
             "/v1/conversations/{id}",
@@ -227,6 +255,7 @@ pub fn router(state: Arc<AppState>, server: &crate::config::ServerConfig) -> Rou
         .route("/playground", get(playground::index))
         .route("/playground/", get(playground::index))
         .route("/playground/{file}", get(playground::file))
+        .route("/playground/vendor/{file}", get(playground::vendor_file))
         .layer(RequestBodyLimitLayer::new(max_body_bytes))
         .merge(uploads)
         .fallback(health::not_found)

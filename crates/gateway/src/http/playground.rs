@@ -1,7 +1,10 @@
 //! The browser playground: one HTML page with its script and style, embedded in the binary
 //! (`crates/gateway/assets/playground`). `GET /` and `GET /playground` answer the page,
-//! `GET /playground/{file}` its assets. With `server.playground = false` every one of these
-//! routes answers the usual 404.
+//! `GET /playground/{file}` its assets and `GET /playground/vendor/{file}` the vendored
+//! libraries that render answers as Markdown (`marked` and `DOMPurify`, pinned npm builds with
+//! their licences, see `assets/playground/vendor/README.md`). Nothing is fetched from
+//! elsewhere at run time. With `server.playground = false` every one of these routes answers
+//! the usual 404.
 //!
 //! The page talks only to this gateway's public API (`/v1/models`, `/v1/vector_stores`,
 //! `/v1/responses`), with relative URLs, so it also works behind a path prefix.
@@ -17,11 +20,29 @@ use super::AppState;
 /// The page itself.
 const INDEX_HTML: &str = include_str!("../../assets/playground/index.html");
 
-/// Assets under `/playground/`: file name, content type, body.
+const JS: &str = "text/javascript; charset=utf-8";
+const TEXT: &str = "text/plain; charset=utf-8";
+
+/// Assets under `/playground/`: path (below `/playground/`), content type, body.
 const ASSETS: &[(&str, &str, &str)] = &[
-    ("app.js", "text/javascript; charset=utf-8", include_str!("../../assets/playground/app.js")),
-    ("lib.js", "text/javascript; charset=utf-8", include_str!("../../assets/playground/lib.js")),
+    ("app.js", JS, include_str!("../../assets/playground/app.js")),
+    ("lib.js", JS, include_str!("../../assets/playground/lib.js")),
+    ("markdown.js", JS, include_str!("../../assets/playground/markdown.js")),
     ("style.css", "text/css; charset=utf-8", include_str!("../../assets/playground/style.css")),
+    ("vendor/marked.esm.js", JS, include_str!("../../assets/playground/vendor/marked.esm.js")),
+    ("vendor/purify.es.mjs", JS, include_str!("../../assets/playground/vendor/purify.es.mjs")),
+    ("vendor/marked.LICENSE.md", TEXT, include_str!("../../assets/playground/vendor/marked.LICENSE.md")),
+    (
+        "vendor/dompurify.LICENSE-MPL-2.0.txt",
+        TEXT,
+        include_str!("../../assets/playground/vendor/dompurify.LICENSE-MPL-2.0.txt"),
+    ),
+    (
+        "vendor/dompurify.LICENSE-Apache-2.0.txt",
+        TEXT,
+        include_str!("../../assets/playground/vendor/dompurify.LICENSE-Apache-2.0.txt"),
+    ),
+    ("vendor/README.md", TEXT, include_str!("../../assets/playground/vendor/README.md")),
 ];
 
 /// Only same-origin scripts, styles and requests; no framing, no inline code.
@@ -51,7 +72,16 @@ pub async fn index(State(state): State<Arc<AppState>>) -> Response {
 /// `GET /playground/{file}`: one embedded asset; unknown names (and a disabled playground)
 /// answer 404.
 pub async fn file(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Response {
-    match ASSETS.iter().find(|(n, _, _)| *n == name) {
+    serve(&state, &name).await
+}
+
+/// `GET /playground/vendor/{file}`: one vendored library or its licence.
+pub async fn vendor_file(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Response {
+    serve(&state, &format!("vendor/{name}")).await
+}
+
+async fn serve(state: &AppState, path: &str) -> Response {
+    match ASSETS.iter().find(|(n, _, _)| *n == path) {
         Some((_, content_type, body)) if state.playground => asset(content_type, body),
         _ => super::health::not_found().await.into_response(),
     }
@@ -61,16 +91,40 @@ pub async fn file(State(state): State<Arc<AppState>>, Path(name): Path<String>) 
 mod tests {
     use super::*;
 
+    fn body(name: &str) -> &'static str {
+        ASSETS.iter().find(|(n, _, _)| *n == name).map(|a| a.2).unwrap_or_default()
+    }
+
     #[test]
     fn the_page_references_only_embedded_assets() {
-        // Every script and stylesheet the page loads is served by `file`.
+        // Every asset is served by `file` (one segment) or `vendor_file` (`vendor/` and one).
         for (name, _, _) in ASSETS {
-            assert!(!name.contains('/'), "{name}");
+            let rest = name.strip_prefix("vendor/").unwrap_or(name);
+            assert!(!rest.contains('/') && !rest.is_empty(), "{name}");
         }
         for needle in ["playground/app.js", "playground/style.css"] {
             assert!(INDEX_HTML.contains(needle), "index.html does not load {needle}");
         }
-        let app = ASSETS.iter().find(|(n, _, _)| *n == "app.js").map(|a| a.2).unwrap_or_default();
-        assert!(app.contains("./lib.js"), "app.js imports lib.js");
+        assert!(body("app.js").contains("./lib.js"), "app.js imports lib.js");
+        // Every relative module import of the page's own scripts is an embedded asset.
+        for script in ["app.js", "lib.js", "markdown.js"] {
+            for line in body(script).lines().filter(|l| l.contains(" from './")) {
+                let target = line.split(" from './").nth(1).and_then(|t| t.split('\'').next()).unwrap_or("");
+                assert!(ASSETS.iter().any(|(n, _, _)| *n == target), "{script} imports {target}, which is not served");
+            }
+        }
+    }
+
+    #[test]
+    fn the_vendored_libraries_carry_their_versions_and_licences() {
+        assert!(body("vendor/marked.esm.js").starts_with("/**\n * marked v18.2.1 "));
+        assert!(body("vendor/purify.es.mjs").starts_with("/*! @license DOMPurify 3.5.0 "));
+        assert!(body("vendor/marked.LICENSE.md").contains("Permission is hereby granted"));
+        assert!(body("vendor/dompurify.LICENSE-MPL-2.0.txt").contains("Mozilla Public License Version 2.0"));
+        assert!(body("vendor/dompurify.LICENSE-Apache-2.0.txt").contains("Apache License"));
+        // Nothing the page runs refers to another origin.
+        for script in ["app.js", "lib.js", "markdown.js"] {
+            assert!(!body(script).contains(" from 'http"), "{script}");
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! `POST /v1/responses` (contract §1, §7, §8): parses the body, prepares the turn and hands
 //! it to the run driver (`turn::driver`); non-streaming answers the folded Response,
-//! `stream: true` answers SSE from the same events (`http::sse_sink`).
+//! `stream: true` answers SSE from the same events (`events::sse_sink`).
 
 use std::sync::Arc;
 
@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::auth::Tenant;
 use super::sse::SseBody;
-use super::sse_sink::SseSink;
+use crate::events::sse_sink::SseSink;
 use super::AppState;
 use crate::admission::{KeyId, StreamPermit, UpstreamPermit};
 use crate::error::{ErrorKind, GatewayError};
@@ -37,17 +37,23 @@ pub async fn create(
         Ok(req) => req,
         Err(e) => return GatewayError::from(e).into_response(),
     };
-    // `[limits]`: a stream slot of the key, then an upstream slot (waiting in its bounded
-    // queue), both held until the turn ends; a refusal happens before anything is stored.
+    // `[limits]`: a stream slot of the key (a background stream holds it while it is
+    // followed), then, for a foreground turn, an upstream slot (waiting in its bounded
+    // queue; a background run's worker takes one when it runs); both are held until the
+    // turn ends, and a refusal happens before anything is stored or sent upstream.
     let key = key.map_or(KeyId::ANONYMOUS, |Extension(k)| k);
     let stream_permit = match req.stream.unwrap_or(false).then(|| state.admission.stream(key)) {
         Some(Err(refused)) => return super::limits::too_many(&refused),
         Some(Ok(p)) => p,
         None => None,
     };
-    let upstream_permit = match state.admission.upstream().await {
-        Ok(p) => p,
-        Err(refused) => return super::limits::too_many(&refused),
+    let upstream_permit = if req.background == Some(true) {
+        UpstreamPermit::none()
+    } else {
+        match state.admission.upstream().await {
+            Ok(p) => p,
+            Err(refused) => return super::limits::too_many(&refused),
+        }
     };
     let permits = (stream_permit, upstream_permit);
     let ctx = turn::Context {
@@ -59,6 +65,7 @@ pub async fn create(
         project: tenant.as_str(),
         lease_ttl_ms: state.lease_ttl_ms,
         sizes: state.sizes,
+        ping_store: true,
     };
     // The turn's futures are boxed (prepare's state is ~8 KB, the run's ~6 KB): the
     // handler's own future stays small, and axum and tower move it several times.
@@ -66,6 +73,22 @@ pub async fn create(
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };
+    if prepared.base.background {
+        // Queued and answered at once; a worker runs it (`crate::background`). Streamed, the
+        // answer follows the run's event log, as a resume would: a client that leaves does
+        // not stop the run.
+        let (stream_permit, _) = permits;
+        let stream = prepared.stream;
+        let queued = match state.background.submit(tenant.as_str(), &body, prepared).await {
+            Ok(queued) => queued,
+            Err(e) => return e.into_response(),
+        };
+        if !stream {
+            return axum::Json(queued).into_response();
+        }
+        let rx = state.background.follow_new(tenant.as_str(), &queued.id, stream_permit);
+        return SseBody::new(rx, state.keepalive, None).into_response();
+    }
     prepared.cancel = state.shutdown.child_token();
     if prepared.stream {
         return stream(state, prepared, permits);

@@ -160,6 +160,27 @@ pub struct ConversationAppend {
     pub items: Vec<Value>,
 }
 
+/// A background run a worker has claimed (issue 19): its request, to be prepared and run.
+#[derive(Debug, Clone)]
+pub struct ClaimedRun {
+    pub response_id: String,
+    pub project: String,
+    /// The `POST /v1/responses` body as the client sent it.
+    pub request: String,
+}
+
+/// What a cancel request found in the queue of runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunCancel {
+    /// No run of that id in the project (unknown, foreground, or already stored).
+    NotFound,
+    /// The run had not started: it is `cancelled` now; its Response.
+    Cancelled(Value),
+    /// The run is in progress: its owner is told (at its next heartbeat, or at once when it
+    /// runs in this process).
+    Requested,
+}
+
 /// The operations the gateway needs from a store. Every method is one short statement or
 /// transaction; errors are [`StoreError`]s (never a panic on a row's content).
 ///
@@ -216,6 +237,54 @@ pub trait Store: Send + Sync + Debug {
     fn renew_lease<'a>(&'a self, id: &'a str, owner: &'a str, ttl_ms: u64) -> BoxFuture<'a, Result<bool, StoreError>>;
     /// Releases the lease if `owner` holds it.
     fn release_lease<'a>(&'a self, id: &'a str, owner: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// Queues a background run: its request body, the `queued` Response GET shows, and the
+    /// first frames of its event log (sequence numbers from 0), in one transaction. `false`
+    /// (nothing written) when `max_queued` runs are already waiting.
+    fn enqueue_run(
+        &self,
+        project: &str,
+        id: &str,
+        request: String,
+        response: String,
+        max_queued: usize,
+        frames: Vec<String>,
+    ) -> BoxFuture<'_, Result<bool, StoreError>>;
+    /// Ends a claimed run that could not start as `failed`, with its Response.
+    fn fail_run<'a>(&'a self, id: &'a str, owner: &'a str, response: String) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// Claims the oldest queued run for `owner` until now + `ttl_ms` (PostgreSQL: `FOR
+    /// UPDATE SKIP LOCKED`, so replicas never claim one twice); `None` when none is queued.
+    fn claim_run<'a>(&'a self, owner: &'a str, ttl_ms: u64) -> BoxFuture<'a, Result<Option<ClaimedRun>, StoreError>>;
+    /// The Response of a run not yet stored in `responses` (queued, in progress, or
+    /// cancelled before it started).
+    fn run_response<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<Value>, StoreError>>;
+    /// The owner's heartbeat: extends its lease and replaces the Response GET shows
+    /// (`None`: keep it). Returns `None` when `owner` no longer holds the run, else whether
+    /// a cancel was asked for.
+    fn beat_run<'a>(&'a self, id: &'a str, owner: &'a str, ttl_ms: u64, response: Option<String>) -> BoxFuture<'a, Result<Option<bool>, StoreError>>;
+    /// Cancels a run: a queued one at once (its Response becomes `cancelled`), an
+    /// in-progress one by telling its owner.
+    fn cancel_run<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<RunCancel, StoreError>>;
+    /// Deletes a run of `project` that ended before it was stored (cancelled while queued,
+    /// failed) with its event log: `Some(true)`; `Some(false)` while it is queued or in
+    /// progress; `None` when there is no such run.
+    fn delete_run<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<bool>, StoreError>>;
+    /// The request body of a run of `project` (its input items before it is stored).
+    fn run_request<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<String>, StoreError>>;
+    /// Gives a claimed run back to the queue, to be claimed again no sooner than `delay_ms`
+    /// from now (its conversation is busy).
+    fn requeue_run<'a>(&'a self, id: &'a str, owner: &'a str, delay_ms: u64) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// Removes a run whose turn is stored in `responses`.
+    fn finish_run<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// Appends frames to a response's event log, the first with sequence number `first_seq`.
+    fn append_events<'a>(&'a self, id: &'a str, first_seq: u64, frames: Vec<String>) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// At most `limit` frames of the log after sequence number `after` (all: `None`), in
+    /// order, with their sequence numbers.
+    fn events_after<'a>(&'a self, id: &'a str, after: Option<u64>, limit: usize) -> BoxFuture<'a, Result<Vec<(u64, String)>, StoreError>>;
+    /// In-progress runs whose lease expired (their worker died): id and Response.
+    fn expired_runs(&self, limit: usize) -> BoxFuture<'_, Result<Vec<(String, Value)>, StoreError>>;
+    /// Marks an expired run `failed` with `response`; `false` when it was no longer expired
+    /// (renewed, or another replica reaped it first).
+    fn reap_run<'a>(&'a self, id: &'a str, response: String) -> BoxFuture<'a, Result<bool, StoreError>>;
     /// What a turn on the conversation starts from (None: unknown conversation).
     fn conversation_context<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<ConversationContext>, StoreError>>;
 }

@@ -14,8 +14,8 @@ use serde_json::Value;
 use super::{names, Metrics};
 use crate::store::BackendKind;
 use crate::store::{
-    Conversation, ConversationContext, LeaseOutcome, ListQuery, Lookup, NewConversation, Page, PrivateResults, Store,
-    StoreError, TurnRecord,
+    ClaimedRun, Conversation, ConversationContext, LeaseOutcome, ListQuery, Lookup, NewConversation, Page, PrivateResults, RunCancel,
+    Store, StoreError, TurnRecord,
 };
 use crate::transcript::Transcript;
 
@@ -41,9 +41,23 @@ enum Op {
     RenewLease,
     ReleaseLease,
     ConversationContext,
+    EnqueueRun,
+    ClaimRun,
+    RunResponse,
+    BeatRun,
+    CancelRun,
+    FinishRun,
+    FailRun,
+    AppendEvents,
+    EventsAfter,
+    ExpiredRuns,
+    ReapRun,
+    DeleteRun,
+    RunRequest,
+    RequeueRun,
 }
 
-const OPS: [&str; 19] = [
+const OPS: [&str; 33] = [
     "ping",
     "transcript",
     "response",
@@ -63,6 +77,20 @@ const OPS: [&str; 19] = [
     "renew_lease",
     "release_lease",
     "conversation_context",
+    "enqueue_run",
+    "claim_run",
+    "run_response",
+    "beat_run",
+    "cancel_run",
+    "finish_run",
+    "fail_run",
+    "append_events",
+    "events_after",
+    "expired_runs",
+    "reap_run",
+    "delete_run",
+    "run_request",
+    "requeue_run",
 ];
 
 /// A [`Store`] that records how long each operation of `inner` takes.
@@ -158,6 +186,56 @@ impl Store for TimedStore {
     }
     fn release_lease<'a>(&'a self, id: &'a str, owner: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         self.time(Op::ReleaseLease, self.inner.release_lease(id, owner))
+    }
+    fn enqueue_run(
+        &self,
+        project: &str,
+        id: &str,
+        request: String,
+        response: String,
+        max_queued: usize,
+        frames: Vec<String>,
+    ) -> BoxFuture<'_, Result<bool, StoreError>> {
+        self.time(Op::EnqueueRun, self.inner.enqueue_run(project, id, request, response, max_queued, frames))
+    }
+    fn fail_run<'a>(&'a self, id: &'a str, owner: &'a str, response: String) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.time(Op::FailRun, self.inner.fail_run(id, owner, response))
+    }
+    fn claim_run<'a>(&'a self, owner: &'a str, ttl_ms: u64) -> BoxFuture<'a, Result<Option<ClaimedRun>, StoreError>> {
+        self.time(Op::ClaimRun, self.inner.claim_run(owner, ttl_ms))
+    }
+    fn run_response<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
+        self.time(Op::RunResponse, self.inner.run_response(project, id))
+    }
+    fn beat_run<'a>(&'a self, id: &'a str, owner: &'a str, ttl_ms: u64, response: Option<String>) -> BoxFuture<'a, Result<Option<bool>, StoreError>> {
+        self.time(Op::BeatRun, self.inner.beat_run(id, owner, ttl_ms, response))
+    }
+    fn cancel_run<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<RunCancel, StoreError>> {
+        self.time(Op::CancelRun, self.inner.cancel_run(project, id))
+    }
+    fn finish_run<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.time(Op::FinishRun, self.inner.finish_run(id))
+    }
+    fn delete_run<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<bool>, StoreError>> {
+        self.time(Op::DeleteRun, self.inner.delete_run(project, id))
+    }
+    fn run_request<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        self.time(Op::RunRequest, self.inner.run_request(project, id))
+    }
+    fn requeue_run<'a>(&'a self, id: &'a str, owner: &'a str, delay_ms: u64) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.time(Op::RequeueRun, self.inner.requeue_run(id, owner, delay_ms))
+    }
+    fn append_events<'a>(&'a self, id: &'a str, first_seq: u64, frames: Vec<String>) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.time(Op::AppendEvents, self.inner.append_events(id, first_seq, frames))
+    }
+    fn events_after<'a>(&'a self, id: &'a str, after: Option<u64>, limit: usize) -> BoxFuture<'a, Result<Vec<(u64, String)>, StoreError>> {
+        self.time(Op::EventsAfter, self.inner.events_after(id, after, limit))
+    }
+    fn expired_runs(&self, limit: usize) -> BoxFuture<'_, Result<Vec<(String, Value)>, StoreError>> {
+        self.time(Op::ExpiredRuns, self.inner.expired_runs(limit))
+    }
+    fn reap_run<'a>(&'a self, id: &'a str, response: String) -> BoxFuture<'a, Result<bool, StoreError>> {
+        self.time(Op::ReapRun, self.inner.reap_run(id, response))
     }
     fn conversation_context<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<ConversationContext>, StoreError>> {
         self.time(Op::ConversationContext, self.inner.conversation_context(project, id))

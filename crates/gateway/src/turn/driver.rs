@@ -29,10 +29,25 @@ pub struct Started {
 /// `sink` now (none: a non-streamed turn). Its span is made here, a child of the current
 /// span (the request's), so it keeps that parent when it runs in a task of its own.
 pub fn start(prepared: Prepared, sink: Option<Box<dyn EventSink>>) -> Started {
+    begin(prepared, sink, false)
+}
+
+/// Starts a background run taken from the queue: its stream already holds
+/// `response.created` and `response.queued` (sequence numbers 0 and 1), so its emitter
+/// sends `response.in_progress` (2) and goes on from there.
+pub fn start_dequeued(prepared: Prepared, sink: Option<Box<dyn EventSink>>) -> Started {
+    begin(prepared, sink, true)
+}
+
+fn begin(prepared: Prepared, sink: Option<Box<dyn EventSink>>, dequeued: bool) -> Started {
     let has_sink = sink.is_some();
     let mut prepared = Box::new(prepared);
     let mut emitter = Box::new(Emitter::new(std::mem::take(&mut prepared.base), sink));
-    emitter.start();
+    if dequeued {
+        emitter.start_dequeued();
+    } else {
+        emitter.start();
+    }
     if has_sink && prepared.persist.is_some() {
         // Commit first, then send the terminal event (or response.failed).
         emitter.hold_terminal();

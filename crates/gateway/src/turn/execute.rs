@@ -97,6 +97,7 @@ pub async fn run_calls(
     timeout: Duration,
     files: &mut FileSources,
     observed: Observed<'_>,
+    cancel: &tokio_util::sync::CancellationToken,
 ) -> Executed {
     let mut spans = Vec::with_capacity(calls.len());
     let calls: Vec<Box<dyn Invocation>> = calls
@@ -118,15 +119,21 @@ pub async fn run_calls(
             c
         })
         .collect();
-    // The futures own what they need ('static): the calls stay free to be finished.
+    // The futures own what they need ('static): the calls stay free to be finished. A
+    // cancelled turn (shutdown, a cancelled background response) stops its running calls:
+    // each fails with a message the model would read.
     let runs: Vec<_> = calls
         .iter()
         .zip(&spans)
         .map(|(c, span)| {
             let run = c.run(timeout);
+            let cancel = cancel.clone();
             async move {
                 let began = Instant::now();
-                let ran: Ran = run.await;
+                let ran: Ran = tokio::select! {
+                    ran = run => ran,
+                    () = cancel.cancelled() => Ran { content: "error: the response was stopped before this call finished".into(), ..Ran::default() },
+                };
                 (ran, began.elapsed())
             }
             .instrument(span.clone())

@@ -37,6 +37,9 @@ pub struct Context<'a> {
     pub lease_ttl_ms: u64,
     /// The size ceilings of `[limits]`.
     pub sizes: Sizes,
+    /// Ask the store whether it answers before a stored turn starts (false where the caller
+    /// has just used it: a background worker that claimed the run).
+    pub ping_store: bool,
 }
 
 /// The size ceilings of a request (`[limits]`: `max_input_items`, `max_tools`,
@@ -129,14 +132,29 @@ pub async fn prepare(req: CreateResponse, body: &[u8], ctx: &Context<'_>) -> Res
     if let Some(id) = &req.previous_response_id {
         match Box::pin(ctx.store.transcript(ctx.project, id)).await? {
             Some(t) => from.base = Some(t),
-            None => return Err(previous_not_found(id)),
+            None => {
+                // A background response still running has no stored state yet.
+                let run = Box::pin(ctx.store.run_response(ctx.project, id)).await?;
+                let status = run.as_ref().and_then(|r| r.get("status")).and_then(Value::as_str);
+                return Err(match status {
+                    Some(s @ ("queued" | "in_progress")) => GatewayError {
+                        kind: crate::error::ErrorKind::BadRequest,
+                        error: ApiError::invalid(
+                            Some("previous_response_id".to_string()),
+                            format!("Previous response with id '{id}' is a background response still {s}: continue from it once it has finished."),
+                        )
+                        .with_code("previous_response_not_finished"),
+                    },
+                    _ => previous_not_found(id),
+                });
+            }
         }
         from.previous_response_id = Some(id.clone());
     } else if let Some(id) = conversation {
         let (c, conv) = Box::pin(begin_conversation(ctx, id)).await?;
         from = c;
         turn = Some(conv);
-    } else if store_response {
+    } else if store_response && ctx.ping_store {
         // Fail before any stream starts when the turn could not be stored.
         Box::pin(ctx.store.ping()).await?;
     }

@@ -95,7 +95,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
     let info = TurnInfo { response_id: emitter.response().id.clone(), model: turn.upstream_model.clone(), streamed: emitter.has_sink() };
     observer.turn_started(&info);
     let mut first_token = false;
-    let Prepared { upstream_model, mut transcript, tools, mut sampling, max_output_tokens, max_tool_calls, include, executors, cancel, .. } = turn;
+    let Prepared { upstream_model, mut transcript, tools, mut sampling, max_output_tokens, max_tool_calls, include, executors, cancel, cancelled_by_client, .. } = turn;
     let bind_ctx = BindCtx { executors: &executors, include: &include, native: false };
     let observed = Observed { observer, info: &info };
     // Chunks shown in earlier turns keep their numbers; this turn's continue after them.
@@ -202,7 +202,12 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
                 record_round(&round_span, &report);
                 observer.round_done(&info, &report);
                 close_cut_round(&mut round, offered, emitter, &files, &sources, &mut transcript);
-                return finish(&done_ctx, emitter, transcript, &mut files, Terminal::Interrupted, usage, None);
+                let terminal = if cancelled_by_client.load(std::sync::atomic::Ordering::Acquire) {
+                    Terminal::Cancelled
+                } else {
+                    Terminal::Interrupted
+                };
+                return finish(&done_ctx, emitter, transcript, &mut files, terminal, usage, None);
             }
         };
         usage.add(&round_usage);
@@ -321,7 +326,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
         }
         let ran_gateway = !gateway.is_empty();
         let tools_start = Instant::now();
-        let calls = execute::run_calls(gateway, emitter, limits.max_parallel, limits.call_timeout, &mut files, observed);
+        let calls = execute::run_calls(gateway, emitter, limits.max_parallel, limits.call_timeout, &mut files, observed, &cancel);
         let done = Box::pin(calls.instrument(round_span.clone())).await;
         if ran_gateway {
             done_ctx.tool_time += tools_start.elapsed();

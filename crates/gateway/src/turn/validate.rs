@@ -42,8 +42,12 @@ pub struct Prepared {
     pub stream: bool,
     pub store: bool,
     /// Cancelled when the gateway shuts down and its grace period is over: the turn then
-    /// ends [`crate::events::emitter::Terminal::Interrupted`].
+    /// ends [`crate::events::emitter::Terminal::Interrupted`]; or, for a background
+    /// response, when its client cancels it and `cancelled_by_client` is set first:
+    /// [`crate::events::emitter::Terminal::Cancelled`].
     pub cancel: tokio_util::sync::CancellationToken,
+    /// Set before `cancel` fires when the client cancelled a background response.
+    pub cancelled_by_client: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// What to write when the turn ends (`store: true` or a conversation); set by
     /// [`crate::turn::prepare`].
     pub persist: Option<crate::turn::persist::Persist>,
@@ -135,8 +139,9 @@ pub fn validate(
         },
     };
     check_ranges(&req)?;
-    if req.background == Some(true) {
-        return Err(bad("background", "Background mode is not supported by this gateway.", "unsupported_parameter"));
+    let background = req.background == Some(true);
+    if background && req.store == Some(false) {
+        return Err(bad("background", "Background mode requires store=true: a background response is stored.", "invalid_value"));
     }
     let items: Vec<InputItem> = match req.input.take() {
         Some(Input::Text(s)) => vec![InputItem::Message(protocol::input::InputMessage {
@@ -170,7 +175,7 @@ pub fn validate(
         object: "response".into(),
         created_at: now_secs(),
         status: ResponseStatus::InProgress,
-        background: false,
+        background,
         completed_at: None,
         error: None,
         incomplete_details: None,
@@ -221,6 +226,7 @@ pub fn validate(
         include: req.include.clone().unwrap_or_default(),
         executors: registry.clone(),
         cancel: Default::default(),
+        cancelled_by_client: Default::default(),
         stream: req.stream.unwrap_or(false),
         store,
         persist: None,

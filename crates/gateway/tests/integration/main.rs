@@ -11,6 +11,7 @@ mod common;
 
 mod arguments;
 mod auth;
+mod background_queue;
 mod cli;
 mod client_calls;
 mod disconnect;

@@ -5,6 +5,7 @@
 
 mod conversations;
 mod responses;
+mod runs;
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -52,6 +53,20 @@ impl MigrationSource<'static> for Embedded {
                     Cow::Borrowed("projects"),
                     MigrationType::Simple,
                     Cow::Borrowed(include_str!("../../../migrations/0003_projects.sql")),
+                    false,
+                ),
+                Migration::new(
+                    4,
+                    Cow::Borrowed("runs"),
+                    MigrationType::Simple,
+                    Cow::Borrowed(include_str!("../../../migrations/0004_runs.sql")),
+                    false,
+                ),
+                Migration::new(
+                    5,
+                    Cow::Borrowed("response_events"),
+                    MigrationType::Simple,
+                    Cow::Borrowed(include_str!("../../../migrations/0005_response_events.sql")),
                     false,
                 ),
             ])
@@ -243,7 +258,7 @@ pub(crate) fn to_json<T: serde::Serialize>(v: &T) -> Result<String, StoreError> 
 
 /// One page of an in-memory list (a response's input items), ordered by `q.order`,
 /// starting after the item with id `q.after`.
-pub(crate) fn paginate(mut items: Vec<Value>, q: &ListQuery) -> Result<Page, StoreError> {
+pub fn paginate(mut items: Vec<Value>, q: &ListQuery) -> Result<Page, StoreError> {
     if q.order == Order::Desc {
         items.reverse();
     }
@@ -353,6 +368,71 @@ impl Store for SqlStore {
 
     fn release_lease<'a>(&'a self, id: &'a str, owner: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(self.drop_lease(id, owner))
+    }
+
+    fn enqueue_run(
+        &self,
+        project: &str,
+        id: &str,
+        request: String,
+        response: String,
+        max_queued: usize,
+        frames: Vec<String>,
+    ) -> BoxFuture<'_, Result<bool, StoreError>> {
+        let (project, id) = (project.to_string(), id.to_string());
+        Box::pin(async move { self.insert_run(&project, &id, request, response, max_queued, frames).await })
+    }
+
+    fn fail_run<'a>(&'a self, id: &'a str, owner: &'a str, response: String) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.fail(id, owner, response))
+    }
+
+    fn claim_run<'a>(&'a self, owner: &'a str, ttl_ms: u64) -> BoxFuture<'a, Result<Option<super::ClaimedRun>, StoreError>> {
+        Box::pin(self.claim(owner, ttl_ms))
+    }
+
+    fn run_response<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
+        Box::pin(self.run_snapshot(project, id))
+    }
+
+    fn beat_run<'a>(&'a self, id: &'a str, owner: &'a str, ttl_ms: u64, response: Option<String>) -> BoxFuture<'a, Result<Option<bool>, StoreError>> {
+        Box::pin(self.beat(id, owner, ttl_ms, response))
+    }
+
+    fn cancel_run<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<super::RunCancel, StoreError>> {
+        Box::pin(self.cancel(project, id))
+    }
+
+    fn finish_run<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.remove_run(id))
+    }
+
+    fn delete_run<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<bool>, StoreError>> {
+        Box::pin(self.drop_run(project, id))
+    }
+
+    fn run_request<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        Box::pin(self.request_of(project, id))
+    }
+
+    fn requeue_run<'a>(&'a self, id: &'a str, owner: &'a str, delay_ms: u64) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.requeue(id, owner, delay_ms))
+    }
+
+    fn append_events<'a>(&'a self, id: &'a str, first_seq: u64, frames: Vec<String>) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.insert_events(id, first_seq, frames))
+    }
+
+    fn events_after<'a>(&'a self, id: &'a str, after: Option<u64>, limit: usize) -> BoxFuture<'a, Result<Vec<(u64, String)>, StoreError>> {
+        Box::pin(self.read_events(id, after, limit))
+    }
+
+    fn expired_runs(&self, limit: usize) -> BoxFuture<'_, Result<Vec<(String, Value)>, StoreError>> {
+        Box::pin(self.expired(limit))
+    }
+
+    fn reap_run<'a>(&'a self, id: &'a str, response: String) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(self.reap(id, response))
     }
 
     fn conversation_context<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<ConversationContext>, StoreError>> {

@@ -84,6 +84,10 @@ impl SqlStore {
             .execute(&self.pool)
             .await
             .map_err(db_err)?;
+        if done.rows_affected() > 0 {
+            // Its event log (a background response's) goes with it.
+            sqlx::query("DELETE FROM response_events WHERE response_id = $1").bind(id).execute(&self.pool).await.map_err(db_err)?;
+        }
         Ok(done.rows_affected() > 0)
     }
 

@@ -1,0 +1,535 @@
+//! Background responses (`background: true`, issue 19; contract §1 `background`): the
+//! request is checked and queued in the store (`runs`) and answered at once with the
+//! Response in status `queued`; a worker of any replica claims it, prepares and runs the
+//! turn like a foreground one (no event sink), and stores it. `GET /v1/responses/{id}`
+//! shows `queued` → `in_progress` → the terminal status. `POST …/cancel` cancels a queued
+//! run at once and an in-progress one through its worker: in this process at once, on
+//! another replica at that worker's next heartbeat.
+//!
+//! The worker holds a lease on its run, renewed every third of `background.lease_ms`; a run
+//! whose lease expired (its process died) is marked `failed` by any replica's idle worker,
+//! within `lease_ms` plus `poll_ms`. Its events go to the run's log ([`log`]), which a
+//! streamed background request, and any resume (`starting_after`), follow.
+
+pub mod log;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use protocol::{Response, ResponseStatus};
+use serde_json::Value;
+use bytes::Bytes;
+use protocol::events::EventKind;
+use tokio::sync::{mpsc, watch, Notify};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::config::background::BackgroundConfig;
+use crate::error::GatewayError;
+use crate::events::ids::new_id;
+use crate::admission::StreamPermit;
+use crate::events::sse_sink::SseSink;
+use log::RunLog;
+use crate::executors::Registry;
+use crate::store::{ClaimedRun, RunCancel, Store, StoreError};
+use crate::turn::{self, driver, Prepared, Runner, Sizes};
+
+/// What a worker prepares and runs a turn with (as the `POST /v1/responses` handler does).
+#[derive(Debug, Clone)]
+pub struct Deps {
+    pub store: Arc<dyn Store>,
+    pub runner: Runner,
+    pub models: Option<BTreeMap<String, String>>,
+    pub reject_unknown: bool,
+    pub registry: Arc<Registry>,
+    /// `store.lease_ttl_ms` (conversation leases).
+    pub lease_ttl_ms: u64,
+    pub sizes: Sizes,
+    /// Cancelled at the end of the shutdown grace period: running turns end `incomplete`.
+    pub shutdown: CancellationToken,
+    /// `[limits]`: a running background turn holds one of the upstream's slots.
+    pub admission: Arc<crate::admission::Admission>,
+}
+
+/// A run executing in this process: how to cancel it, when it is stored, and its events.
+struct Local {
+    cancel: CancellationToken,
+    by_client: Arc<AtomicBool>,
+    done: watch::Receiver<bool>,
+    log: Arc<RunLog>,
+}
+
+/// The background runs of this process: submitting, cancelling, and the workers.
+pub struct Background {
+    deps: Deps,
+    config: BackgroundConfig,
+    wake: Notify,
+    local: Mutex<HashMap<String, Local>>,
+    /// This process's worker id prefix (a lease owner is `{prefix}-{n}`).
+    owner: String,
+    /// When this process last looked for expired leases (unix ms): at most every quarter
+    /// lease, whatever the number of idle workers.
+    last_reap: std::sync::atomic::AtomicI64,
+}
+
+impl std::fmt::Debug for Background {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Background").field("owner", &self.owner).field("workers", &self.config.workers).finish()
+    }
+}
+
+/// How long a run whose conversation is busy waits before it is claimed again, milliseconds.
+const REQUEUE_DELAY_MS: u64 = 500;
+
+/// How long a cancel waits for a run in progress to be stored as `cancelled`.
+const CANCEL_WAIT: Duration = Duration::from_secs(10);
+
+impl Background {
+    pub fn new(deps: Deps, config: BackgroundConfig) -> Arc<Background> {
+        Arc::new(Background {
+            deps,
+            config,
+            wake: Notify::new(),
+            local: Mutex::new(HashMap::new()),
+            owner: new_id("worker"),
+            last_reap: std::sync::atomic::AtomicI64::new(0),
+        })
+    }
+
+    /// Starts `background.workers` workers on `tracker` (shutdown waits for them); they
+    /// stop claiming when `stop` is cancelled.
+    /// Outside a tokio runtime nothing starts.
+    pub fn start(self: &Arc<Self>, tracker: &TaskTracker, stop: CancellationToken) {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        for n in 0..self.config.workers {
+            let me = self.clone();
+            let stop = stop.clone();
+            tracker.spawn(async move { me.worker(n, stop).await });
+        }
+    }
+
+    /// Queues a prepared (so validated) request as a background run of `project`; `body` is
+    /// the request as sent, prepared again by the worker. Answers the `queued` Response.
+    /// Errors: 429 when `background.max_queued` runs wait; the store's errors.
+    pub async fn submit(&self, project: &str, body: &[u8], prepared: Prepared) -> Result<Response, GatewayError> {
+        let mut response = prepared.base.clone();
+        // The check is done: a conversation lease taken by it is released now.
+        drop(prepared);
+        response.status = ResponseStatus::Queued;
+        let request = String::from_utf8_lossy(body).into_owned();
+        let snapshot = serde_json::to_string(&response).map_err(|e| GatewayError::from(StoreError::Other(e.to_string())))?;
+        // Its stream starts now: `response.created` and `response.queued` (0 and 1); the
+        // worker's emitter goes on from `response.in_progress` (2).
+        let kinds = [EventKind::Created { response: Box::new(response.clone()) }, EventKind::Queued { response: Box::new(response.clone()) }];
+        let frames = frames_of(&kinds, 0);
+        let queued = self.deps.store.enqueue_run(project, &response.id, request, snapshot, self.config.max_queued, frames).await?;
+        if !queued {
+            return Err(GatewayError::rate_limited(format!(
+                "The background queue is full ({} runs wait; background.max_queued). Please retry later.",
+                self.config.max_queued
+            )));
+        }
+        self.wake.notify_one();
+        Ok(response)
+    }
+
+    /// `POST /v1/responses/{id}/cancel` for a run of `project`: `Some(Response)` (status
+    /// `cancelled`, or the run's current one when its worker did not stop within 10 s);
+    /// `None` when there is no such run (the caller looks for a stored response).
+    pub async fn cancel(&self, project: &str, id: &str) -> Result<Option<Value>, GatewayError> {
+        match self.deps.store.cancel_run(project, id).await? {
+            RunCancel::NotFound => Ok(None),
+            RunCancel::Cancelled(response) => {
+                self.end_unstarted_log(id, &response).await;
+                Ok(Some(response))
+            }
+            RunCancel::Requested => {
+                let done = self.local.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(id).map(|l| {
+                    l.by_client.store(true, Ordering::Release);
+                    l.cancel.cancel();
+                    l.done.clone()
+                });
+                let wait = async {
+                    match done {
+                        Some(mut done) => {
+                            let _ = done.wait_for(|d| *d).await;
+                        }
+                        // Another replica runs it: its heartbeat sees the request.
+                        None => loop {
+                            if self.deps.store.response(project, id).await.ok().flatten().is_some() {
+                                break;
+                            }
+                            tokio::time::sleep(Duration::from_millis(200)).await;
+                        },
+                    }
+                };
+                let _ = tokio::time::timeout(CANCEL_WAIT, wait).await;
+                if let Some(stored) = self.deps.store.response(project, id).await? {
+                    return Ok(Some(stored));
+                }
+                Ok(self.deps.store.run_response(project, id).await?)
+            }
+        }
+    }
+
+    async fn worker(self: Arc<Self>, n: usize, stop: CancellationToken) {
+        let owner = format!("{}-{n}", self.owner);
+        let poll = Duration::from_millis(self.config.poll_ms.max(10));
+        while !stop.is_cancelled() {
+            match self.deps.store.claim_run(&owner, self.config.lease_ms).await {
+                Ok(Some(run)) => Box::pin(self.execute(run, &owner)).await,
+                Ok(None) => {
+                    self.reap().await;
+                    tokio::select! {
+                        () = self.wake.notified() => {}
+                        () = tokio::time::sleep(poll) => {}
+                        () = stop.cancelled() => {}
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "background worker: claiming a run failed");
+                    tokio::select! {
+                        () = tokio::time::sleep(poll) => {}
+                        () = stop.cancelled() => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// Prepares and runs one claimed run under its lease, then removes it from the queue.
+    async fn execute(&self, run: ClaimedRun, owner: &str) {
+        let id = run.response_id.clone();
+        let prepared = match self.prepare(&run).await {
+            Ok(p) => p,
+            // Its conversation is busy (another turn on it, maybe an earlier background
+            // run): it waits in the queue until that one is done.
+            Err(e) if e.kind == crate::error::ErrorKind::Conflict => {
+                if let Err(e) = self.deps.store.requeue_run(&id, owner, REQUEUE_DELAY_MS).await {
+                    tracing::warn!(response_id = %id, error = %e, "requeueing a background run failed");
+                }
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(response_id = %id, error = %e.error.message, "a background run could not start");
+                self.fail(&run, owner, e).await;
+                return;
+            }
+        };
+        let (done_tx, done_rx) = watch::channel(false);
+        let (cancel, by_client) = (prepared.cancel.clone(), prepared.cancelled_by_client.clone());
+        // The log so far: the two frames written when the run was queued.
+        let first: Vec<Bytes> = match self.deps.store.events_after(&id, None, 2).await {
+            Ok(f) => f.into_iter().map(|(_, f)| Bytes::from(f)).collect(),
+            Err(e) => {
+                tracing::warn!(response_id = %id, error = %e, "reading a background run's first events failed");
+                Vec::new()
+            }
+        };
+        let written = first.len() as u64;
+        let run_log = RunLog::with(first);
+        let (frames_tx, frames_rx) = mpsc::unbounded_channel();
+        let pump = tokio::spawn(log::pump(frames_rx, run_log.clone(), self.deps.store.clone(), id.clone(), written));
+        self.local.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(
+            id.clone(),
+            Local { cancel: cancel.clone(), by_client: by_client.clone(), done: done_rx, log: run_log },
+        );
+        let mut in_progress = prepared.base.clone();
+        in_progress.status = ResponseStatus::InProgress;
+        let _ = self.deps.store.beat_run(&id, owner, self.config.lease_ms, serde_json::to_string(&in_progress).ok()).await;
+        let beating = CancellationToken::new();
+        let heartbeat = tokio::spawn(heartbeat(self.deps.store.clone(), id.clone(), owner.to_string(), self.config.lease_ms, cancel, by_client, beating.clone()));
+        // One of the upstream's slots (`limits.upstream_max_in_flight`), as a foreground turn.
+        let slot = self.deps.admission.upstream_unbounded().await;
+        // The same sink as a foreground stream: the log holds the bytes a stream sends.
+        let turn = driver::start_dequeued(prepared, Some(Box::new(SseSink::new(frames_tx))));
+        if let Err(e) = Box::pin(turn.run(&self.deps.runner)).await {
+            tracing::error!(response_id = %id, error = %e, "a background run could not be stored");
+        }
+        drop(slot);
+        // The turn (and so its sink) is gone: the pump writes the last frames and ends.
+        let _ = pump.await;
+        beating.cancel();
+        let _ = heartbeat.await;
+        if let Err(e) = self.deps.store.finish_run(&id).await {
+            tracing::warn!(response_id = %id, error = %e, "removing a finished background run failed");
+        }
+        let _ = done_tx.send(true);
+        self.local.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&id);
+    }
+
+    /// The run's request, prepared as `POST /v1/responses` prepares it, under the run's id.
+    async fn prepare(&self, run: &ClaimedRun) -> Result<Prepared, GatewayError> {
+        let body = run.request.as_bytes();
+        let req = turn::parse_request(body)?;
+        let d = &self.deps;
+        let ctx = turn::Context {
+            models: d.models.as_ref(),
+            reject_unknown: d.reject_unknown,
+            registry: &d.registry,
+            caps: d.runner.upstream.caps(),
+            store: &d.store,
+            project: &run.project,
+            lease_ttl_ms: d.lease_ttl_ms,
+            sizes: d.sizes,
+            ping_store: false,
+        };
+        let mut prepared = Box::pin(turn::prepare(req, body, &ctx)).await?;
+        prepared.base.id = run.response_id.clone();
+        prepared.cancel = d.shutdown.child_token();
+        Ok(prepared)
+    }
+
+    /// A run whose request no longer prepares (its previous response was deleted, its
+    /// conversation is busy…) ends `failed` with the error.
+    async fn fail(&self, run: &ClaimedRun, owner: &str, e: GatewayError) {
+        let Ok(Some(mut response)) = self.deps.store.run_response(&run.project, &run.response_id).await else { return };
+        if let Some(o) = response.as_object_mut() {
+            o.insert("status".into(), Value::String("failed".into()));
+            o.insert("error".into(), serde_json::json!({"code": "server_error", "message": e.error.message}));
+        }
+        if let Err(e) = self.deps.store.fail_run(&run.response_id, owner, response.to_string()).await {
+            tracing::warn!(response_id = %run.response_id, error = %e, "marking a background run failed");
+        }
+    }
+}
+
+impl Background {
+    /// Follows the events of response `id` of `project` after sequence number `after` (all:
+    /// `None`): the frames go to the returned channel until the terminal one. From this
+    /// process's memory when the run executes here, else from the store's log, read every
+    /// [`log::POLL`]. `None` for a stored response without an event log (not a background
+    /// one) when `after` is `None`. Errors: 404 for an unknown id; 400 naming
+    /// `starting_after` when `after` is past the log's end, or there is no log.
+    pub async fn follow(
+        self: &Arc<Self>,
+        project: &str,
+        id: &str,
+        after: Option<u64>,
+        hold: Option<StreamPermit>,
+    ) -> Result<Option<mpsc::UnboundedReceiver<Bytes>>, GatewayError> {
+        let store = &self.deps.store;
+        let stored = store.response(project, id).await?;
+        if stored.is_none() && store.run_response(project, id).await?.is_none() {
+            return Err(GatewayError::not_found(None, format!("No response found with id '{id}'."), "response_not_found"));
+        }
+        let past_end = || {
+            GatewayError::bad_request(
+                Some("starting_after".to_string()),
+                format!("Invalid 'starting_after': response '{id}' has no event with a sequence number after it (or no event log)."),
+            )
+            .with_code("invalid_value")
+        };
+        // Past the end only once the run has ended: a running run's followers wait for
+        // event N (another replica's copy of the log may lag its worker by a batch).
+        let local = self.local_log(id);
+        match (after, &local) {
+            (Some(n), Some(log)) if usize::try_from(n).unwrap_or(usize::MAX) >= log.len() && log.is_complete() => {
+                return Err(past_end())
+            }
+            (Some(n), None) => {
+                let at = store.events_after(id, n.checked_sub(1), 1).await?;
+                if at.first().map(|(seq, _)| *seq) != Some(n) && !self.pending(project, id).await {
+                    return Err(past_end());
+                }
+            }
+            // A stored response without a log (not a background one) has nothing to follow.
+            (None, None) if stored.is_some() && store.events_after(id, None, 1).await?.is_empty() => return Ok(None),
+            _ => {}
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (me, project, id) = (self.clone(), project.to_string(), id.to_string());
+        tokio::spawn(async move {
+            me.follow_into(&project, &id, after, tx).await;
+            drop(hold);
+        });
+        Ok(Some(rx))
+    }
+
+    /// Follows a run this request has just queued (it exists and its log starts at 0):
+    /// [`Background::follow`] without the checks.
+    pub fn follow_new(self: &Arc<Self>, project: &str, id: &str, hold: Option<StreamPermit>) -> mpsc::UnboundedReceiver<Bytes> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (me, project, id) = (self.clone(), project.to_string(), id.to_string());
+        tokio::spawn(async move {
+            me.follow_into(&project, &id, None, tx).await;
+            drop(hold);
+        });
+        rx
+    }
+
+    /// True while the run of `id` is queued or in progress.
+    async fn pending(&self, project: &str, id: &str) -> bool {
+        matches!(
+            self.deps.store.run_response(project, id).await,
+            Ok(Some(r)) if matches!(r.get("status").and_then(Value::as_str), Some("queued" | "in_progress"))
+        )
+    }
+
+    /// What `GET /v1/responses/{id}` shows of a run not stored yet: its Response, and for one
+    /// in progress the output so far, folded from its event log (this process's memory, or
+    /// the store's). `None` when there is no such run.
+    pub async fn current(&self, project: &str, id: &str) -> Result<Option<Value>, GatewayError> {
+        let Some(snapshot) = self.deps.store.run_response(project, id).await? else { return Ok(None) };
+        if snapshot.get("status").and_then(Value::as_str) != Some("in_progress") {
+            return Ok(Some(snapshot));
+        }
+        let frames: Vec<String> = match self.local_log(id) {
+            Some(log) => log.since(0).iter().map(|f| String::from_utf8_lossy(f).into_owned()).collect(),
+            None => self.deps.store.events_after(id, None, usize::MAX).await?.into_iter().map(|(_, f)| f).collect(),
+        };
+        Ok(Some(fold_frames(snapshot, &frames)))
+    }
+
+    /// A run cancelled before it started has only its first two events: its log gets
+    /// `response.incomplete` (status `cancelled`, 2), so that a stream waiting for it ends
+    /// with a terminal event. Nothing when the log has more (a repeated cancel).
+    async fn end_unstarted_log(&self, id: &str, cancelled: &Value) {
+        let store = &self.deps.store;
+        if !matches!(store.events_after(id, Some(1), 1).await, Ok(f) if f.is_empty()) {
+            return;
+        }
+        let Ok(cancelled) = serde_json::from_value::<Response>(cancelled.clone()) else { return };
+        let frames = frames_of(&[EventKind::Incomplete { response: Box::new(cancelled) }], 2);
+        if let Err(e) = store.append_events(id, 2, frames).await {
+            tracing::warn!(response_id = %id, error = %e, "ending a cancelled run's event log failed");
+        }
+    }
+
+    fn local_log(&self, id: &str) -> Option<Arc<RunLog>> {
+        self.local.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(id).map(|l| l.log.clone())
+    }
+
+    async fn follow_into(&self, project: &str, id: &str, mut last: Option<u64>, tx: mpsc::UnboundedSender<Bytes>) {
+        let store = &self.deps.store;
+        loop {
+            if let Some(log) = self.local_log(id) {
+                return log.follow(last, &tx).await;
+            }
+            let frames = match store.events_after(id, last, 256).await {
+                Ok(f) => f,
+                Err(e) => {
+                    tracing::warn!(response_id = %id, error = %e, "reading a background run's events failed");
+                    Vec::new()
+                }
+            };
+            let got = !frames.is_empty();
+            for (seq, frame) in frames {
+                let terminal = log::is_terminal(&frame);
+                if tx.send(Bytes::from(frame)).is_err() {
+                    return;
+                }
+                last = Some(seq);
+                if terminal {
+                    return;
+                }
+            }
+            if !got {
+                // Nothing new: a run that ended without a terminal frame (cancelled before
+                // it started) has nothing more to send.
+                let pending = self.pending(project, id).await;
+                if !pending && store.events_after(id, last, 1).await.map(|f| f.is_empty()).unwrap_or(true) {
+                    return;
+                }
+                if tx.is_closed() {
+                    return;
+                }
+                tokio::time::sleep(log::POLL).await;
+            }
+        }
+    }
+
+    /// Marks runs whose worker stopped renewing their lease (its process died) `failed`,
+    /// and ends their log with `response.failed`, so followers end too.
+    async fn reap(&self) {
+        let now = crate::store::now_ms();
+        let every = i64::try_from(self.config.lease_ms / 4).unwrap_or(i64::MAX);
+        let last = self.last_reap.load(Ordering::Acquire);
+        if now - last < every || self.last_reap.compare_exchange(last, now, Ordering::AcqRel, Ordering::Acquire).is_err() {
+            return;
+        }
+        let store = &self.deps.store;
+        let Ok(expired) = store.expired_runs(16).await else { return };
+        for (id, snapshot) in expired {
+            // With the output it had streamed.
+            let frames: Vec<String> = store.events_after(&id, None, usize::MAX).await.map(|f| f.into_iter().map(|(_, f)| f).collect()).unwrap_or_default();
+            let mut response = fold_frames(snapshot, &frames);
+            if let Some(o) = response.as_object_mut() {
+                o.insert("status".into(), Value::String("failed".into()));
+                o.insert(
+                    "error".into(),
+                    serde_json::json!({"code": "server_error", "message": "The gateway process running this response stopped before it finished."}),
+                );
+            }
+            match store.reap_run(&id, response.to_string()).await {
+                Ok(true) => {}
+                _ => continue,
+            }
+            tracing::warn!(response_id = %id, "a background run's worker stopped renewing its lease: marked failed");
+            let seq = store.events_after(&id, None, usize::MAX).await.map(|f| f.last().map_or(0, |(s, _)| s + 1)).unwrap_or(0);
+            let Ok(parsed) = serde_json::from_value::<Response>(response) else { continue };
+            let _ = store.append_events(&id, seq, frames_of(&[EventKind::Failed { response: Box::new(parsed) }], seq)).await;
+        }
+    }
+}
+
+/// `snapshot` (a run's Response) with the output its logged `frames` hold, status kept.
+fn fold_frames(snapshot: Value, frames: &[String]) -> Value {
+    let Ok(base) = serde_json::from_value::<Response>(snapshot.clone()) else { return snapshot };
+    let status = base.status;
+    let mut acc = crate::events::accumulator::Accumulator::new(base);
+    for frame in frames {
+        let data = frame.split_once("\ndata: ").map_or("", |(_, d)| d.trim_end());
+        if let Ok(event) = serde_json::from_str::<protocol::events::StreamEvent>(data) {
+            acc.fold(event.kind);
+        }
+    }
+    let mut current = acc.response;
+    current.status = status;
+    serde_json::to_value(&current).unwrap_or(snapshot)
+}
+
+/// The SSE frames of `kinds`, numbered from `first_seq`, as the log stores them.
+fn frames_of(kinds: &[EventKind], first_seq: u64) -> Vec<String> {
+    (first_seq..)
+        .zip(kinds)
+        .filter_map(|(seq, k)| crate::events::sse_sink::frame(k, seq))
+        .map(|f| String::from_utf8_lossy(&f).into_owned())
+        .collect()
+}
+
+/// Renews the run's lease every third of `lease_ms` until `stop`; a cancel asked through
+/// another replica (or a lost lease) cancels the turn.
+async fn heartbeat(
+    store: Arc<dyn Store>,
+    id: String,
+    owner: String,
+    lease_ms: u64,
+    cancel: CancellationToken,
+    by_client: Arc<AtomicBool>,
+    stop: CancellationToken,
+) {
+    let every = Duration::from_millis((lease_ms / 3).max(10));
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(every) => {}
+        }
+        match store.beat_run(&id, &owner, lease_ms, None).await {
+            Ok(Some(true)) => {
+                by_client.store(true, Ordering::Release);
+                cancel.cancel();
+            }
+            Ok(Some(false)) => {}
+            Ok(None) => {
+                tracing::warn!(response_id = %id, "a background run's lease was lost; stopping it");
+                cancel.cancel();
+            }
+            Err(e) => tracing::warn!(response_id = %id, error = %e, "renewing a background run's lease failed"),
+        }
+    }
+}

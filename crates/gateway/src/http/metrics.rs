@@ -85,11 +85,13 @@ pub async fn scrape(State(metrics): State<Arc<Metrics>>) -> Response {
 }
 
 /// The router of a separate metrics listener (`metrics.listen`): `/metrics` only, behind the
-/// key check when `guard` is given.
+/// key check when `guard` is given; its answers carry `x-request-id` and are logged as the
+/// main listener's are (`http::request`).
 pub fn router(metrics: Arc<Metrics>, guard: Option<Arc<super::auth::Guard>>) -> Router {
     let app = Router::new().route("/metrics", get(scrape)).with_state(metrics).fallback(super::health::not_found);
-    match guard {
+    let app = match guard {
         Some(g) => app.layer(axum::middleware::from_fn_with_state(g, super::auth::require_key)),
         None => app,
-    }
+    };
+    app.layer(super::request::RequestLayer)
 }

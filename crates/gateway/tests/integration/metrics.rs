@@ -167,11 +167,15 @@ async fn metrics_listen_serves_them_on_their_own_address() {
     }
     assert!(up, "the gateway did not start");
     assert_eq!(client.get(format!("{main}/metrics")).send().await.unwrap().status(), 404);
-    let resp = client.get(format!("http://{metrics_addr}/metrics")).send().await.unwrap();
+    let resp = client.get(format!("http://{metrics_addr}/metrics")).header("x-request-id", "scrape-1").send().await.unwrap();
     assert_eq!(resp.status(), 200);
+    // Its answers carry x-request-id too (the client's, else a generated one).
+    assert_eq!(resp.headers().get("x-request-id").and_then(|v| v.to_str().ok()), Some("scrape-1"));
     let text = resp.text().await.unwrap();
     assert!(text.contains(r#"gateway_http_requests_total{route="/healthz",status="200"}"#), "{text}");
-    assert_eq!(client.get(format!("http://{metrics_addr}/v1/models")).send().await.unwrap().status(), 404);
+    let other = client.get(format!("http://{metrics_addr}/v1/models")).send().await.unwrap();
+    assert_eq!(other.status(), 404);
+    assert!(other.headers().get("x-request-id").is_some_and(|v| v.len() == 36), "a generated UUID");
     let _ = tx.send(());
     server.await.unwrap();
 }

@@ -40,8 +40,15 @@ def check(client: OpenAI, store: str) -> None:
     hits = client.vector_stores.search(store, query="capybara mascot")
     assert hits.data, "the seeded store found nothing"
     print(f"check: vector store search -> {hits.data[0].filename} (score {hits.data[0].score:.3f})")
+    # The terminal event's Response: `completed`, or `incomplete` when the small model's
+    # answer runs past max_output_tokens (the SDK's get_final_response() takes only the
+    # former).
+    final = None
     with client.responses.stream(model=MODEL, input="Say hello in five words.", max_output_tokens=40) as s:
-        final = s.get_final_response()
+        for event in s:
+            if event.type in ("response.completed", "response.incomplete", "response.failed"):
+                final = event.response
+    assert final is not None, "the stream ended without a terminal event"
     assert final.status in ("completed", "incomplete"), final.status
     assert final.output_text.strip(), "the streamed answer is empty"
     print(f"check: streamed answer ({final.status}): {final.output_text.strip()!r}")

@@ -52,7 +52,7 @@ trap 'psql "$pg_admin" -Atqc "DROP DATABASE IF EXISTS \"$pg_db\" WITH (FORCE)" >
 RESPONSES_GATEWAY_STORE__BACKEND=postgres RESPONSES_GATEWAY_STORE__URL_ENV=RG_PY_STORE_URL \
   RG_PY_STORE_URL="${pg_admin%/*}/$pg_db" \
   GATEWAY_BIN="$PWD/target/debug/responses-gateway" UPSTREAM_BIN="$PWD/target/debug/scripted-upstream" \
-  bash tests/python/run.sh -k "test_store_sdk or test_tenants_sdk or test_background_sdk"
+  bash tests/python/run.sh -k "test_store_sdk or test_tenants_sdk or test_background"
 
 echo "== Real clients: OpenAI Agents SDK and Codex CLI =="
 GATEWAY_BIN="$PWD/target/debug/responses-gateway" UPSTREAM_BIN="$PWD/target/debug/scripted-upstream" \

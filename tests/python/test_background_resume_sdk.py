@@ -145,6 +145,17 @@ def test_two_replicas_resume_and_cancel(upstream_server: harness.Upstream, tmp_p
         for n in (0, 4, len(first) - 2):
             status, again = raw_stream(b, "GET", f"/responses/{rid}?stream=true&starting_after={n}")
             assert status == 200 and frames(again) == first[n + 1:], f"B's resume after {n} differs"
+        # A streamed background request sent to B (no workers) runs on A: B's stream starts
+        # from B's memory, then follows A's log from the store, every event once and in order,
+        # and the same bytes as A's copy.
+        upstream_server.push(slow(8))
+        status, body_b = raw_stream(b, "POST", "/responses", json={"model": "m", "input": "go", "background": True, "stream": True})
+        got_b = frames(body_b)
+        assert status == 200 and [seq_of(f) for f in got_b] == list(range(len(got_b)))
+        assert got_b[-1].startswith(b"event: response.completed\n"), got_b[-1][:60]
+        rid_b = json.loads(got_b[0].split(b"\ndata: ", 1)[1])["response"]["id"]
+        status, from_a = raw_stream(a, "GET", f"/responses/{rid_b}?stream=true")
+        assert status == 200 and frames(from_a) == got_b
         # A live follow on B of a run on A, then a cancel sent to B.
         upstream_server.push(slow(100, delay=100))
         with openai.OpenAI(base_url=a.api_base, api_key="unused", max_retries=0) as ca, \

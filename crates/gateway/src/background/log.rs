@@ -16,7 +16,7 @@ use tokio::sync::{mpsc, watch};
 use crate::store::Store;
 
 /// Frames per store write, at most.
-pub const BATCH: usize = 64;
+pub const BATCH: usize = 256;
 /// Longest a frame waits in the pump before it is written to the store.
 pub const BATCH_WAIT: Duration = Duration::from_millis(50);
 /// How often a follower on another replica than the run's reads the store for new frames:
@@ -27,8 +27,8 @@ pub const POLL: Duration = Duration::from_millis(100);
 #[derive(Debug)]
 pub struct RunLog {
     frames: Mutex<Vec<Bytes>>,
-    /// How many frames exist, and whether the log is complete (the pump ended).
-    len: watch::Sender<(usize, bool)>,
+    /// How many frames exist, and whether the log is open, complete or moved.
+    len: watch::Sender<(usize, State)>,
 }
 
 impl RunLog {
@@ -39,10 +39,10 @@ impl RunLog {
     /// A log that starts with `frames` (sequence numbers 0, 1, …).
     pub fn with(frames: Vec<Bytes>) -> Arc<RunLog> {
         let n = frames.len();
-        Arc::new(RunLog { frames: Mutex::new(frames), len: watch::channel((n, false)).0 })
+        Arc::new(RunLog { frames: Mutex::new(frames), len: watch::channel((n, State::Open)).0 })
     }
 
-    fn push(&self, frame: Bytes) {
+    pub(super) fn push(&self, frame: Bytes) {
         let n = {
             let mut f = self.frames.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             f.push(frame);
@@ -51,8 +51,23 @@ impl RunLog {
         self.len.send_modify(|l| l.0 = n);
     }
 
-    fn close(&self) {
-        self.len.send_modify(|l| l.1 = true);
+    /// Every frame is here (the run ended).
+    pub(super) fn close(&self) {
+        self.len.send_modify(|l| {
+            if l.1 == State::Open {
+                l.1 = State::Complete;
+            }
+        });
+    }
+
+    /// The run's next frames will not come here (another replica claimed it): followers go
+    /// on from the store.
+    pub(super) fn moved(&self) {
+        self.len.send_modify(|l| {
+            if l.1 == State::Open {
+                l.1 = State::Moved;
+            }
+        });
     }
 
     /// Frames from index `from` on (a clone of each `Bytes`: no copy).
@@ -68,7 +83,7 @@ impl RunLog {
 
     /// True once the run's turn has ended and every frame is here.
     pub fn is_complete(&self) -> bool {
-        self.len.borrow().1
+        self.len.borrow().1 == State::Complete
     }
 
     /// True while no frame exists.
@@ -77,32 +92,64 @@ impl RunLog {
     }
 
     /// Sends every frame after `after` to `tx`, then each new one, until the log is complete
-    /// (or the receiver is gone).
-    pub async fn follow(&self, after: Option<u64>, tx: &mpsc::UnboundedSender<Bytes>) {
+    /// or the receiver is gone ([`Followed::Done`]), or, with `idle`, until no frame came
+    /// for that long ([`Followed::Idle`], with the last frame sent).
+    pub async fn follow(&self, after: Option<u64>, tx: &mpsc::UnboundedSender<Bytes>, idle: Option<Duration>) -> Followed {
         let mut next = after.map_or(0, |a| usize::try_from(a).unwrap_or(usize::MAX).saturating_add(1));
         let mut changes = self.len.subscribe();
         loop {
-            let (len, done) = *changes.borrow_and_update();
+            let (len, state) = *changes.borrow_and_update();
             if len > next {
                 for frame in self.since(next) {
                     if tx.send(frame).is_err() {
-                        return;
+                        return Followed::Done;
                     }
                 }
                 next = len;
             }
-            if done {
+            if state != State::Open {
                 // Frames pushed between the read and the close.
-                for frame in self.since(next) {
+                let rest = self.since(next);
+                next += rest.len();
+                for frame in rest {
                     let _ = tx.send(frame);
                 }
-                return;
+                return match state {
+                    State::Moved => Followed::Moved(next.checked_sub(1).map(|n| n as u64)),
+                    _ => Followed::Done,
+                };
             }
-            if changes.changed().await.is_err() {
-                return;
+            let changed = match idle {
+                Some(idle) => match tokio::time::timeout(idle, changes.changed()).await {
+                    Ok(changed) => changed,
+                    Err(_) => return Followed::Idle(next.checked_sub(1).map(|n| n as u64)),
+                },
+                None => changes.changed().await,
+            };
+            if changed.is_err() {
+                return Followed::Done;
             }
         }
     }
+}
+
+/// How [`RunLog::follow`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Followed {
+    /// Every frame was sent (or the receiver is gone).
+    Done,
+    /// Nothing new for the idle time: the sequence number of the last frame sent, if any.
+    Idle(Option<u64>),
+    /// The run's next frames are in the store: the last frame sent, if any.
+    Moved(Option<u64>),
+}
+
+/// Whether more frames may come to a [`RunLog`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Open,
+    Complete,
+    Moved,
 }
 
 /// Reads the run's sink frames from `rx` into `log` and the store, in order, until the sink
@@ -171,14 +218,33 @@ mod tests {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let follower = {
             let log = log.clone();
-            tokio::spawn(async move { log.follow(Some(0), &tx).await })
+            tokio::spawn(async move { log.follow(Some(0), &tx, None).await })
         };
         log.push(Bytes::from_static(b"c"));
         log.close();
-        follower.await.unwrap();
+        assert_eq!(follower.await.unwrap(), Followed::Done);
         let got: Vec<Bytes> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
         assert_eq!(got, vec![Bytes::from_static(b"b"), Bytes::from_static(b"c")]);
         assert!(is_terminal("event: response.failed\ndata: {}\n\n"));
         assert!(!is_terminal("event: response.failed.x\ndata: {}\n\n"));
+    }
+
+    #[tokio::test]
+    async fn an_idle_or_moved_log_says_where_its_follower_stopped() {
+        let log = RunLog::with(vec![Bytes::from_static(b"a"), Bytes::from_static(b"b")]);
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let idle = Some(Duration::from_millis(10));
+        assert_eq!(log.follow(None, &tx, idle).await, Followed::Idle(Some(1)));
+        assert_eq!(log.follow(Some(1), &tx, idle).await, Followed::Idle(Some(1)));
+        log.push(Bytes::from_static(b"c"));
+        log.moved();
+        assert_eq!(log.follow(Some(1), &tx, idle).await, Followed::Moved(Some(2)));
+        // A moved log never becomes complete.
+        log.close();
+        assert!(!log.is_complete());
+        let got: Vec<Bytes> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+        assert_eq!(got, vec![Bytes::from_static(b"a"), Bytes::from_static(b"b"), Bytes::from_static(b"c")]);
+        let empty = RunLog::new();
+        assert_eq!(empty.follow(None, &tx, idle).await, Followed::Idle(None));
     }
 }

@@ -61,12 +61,33 @@ struct Local {
     log: Arc<RunLog>,
 }
 
+/// The runs this process knows in memory.
+#[derive(Default)]
+struct Runs {
+    /// Runs executing here.
+    running: HashMap<String, Local>,
+    /// Streamed runs queued by this process and not running here yet: their log so far (the
+    /// frames written when queued), which the request's stream follows at once; `true` once
+    /// a worker here has claimed the run (it takes the log over).
+    queued: HashMap<String, (Arc<RunLog>, bool)>,
+}
+
+/// Where a follower finds a run's frames in this process.
+enum Found {
+    /// The run executes here, or a worker here has claimed it.
+    Here(Arc<RunLog>),
+    /// Queued by this process; it may yet be claimed by another replica.
+    Queued(Arc<RunLog>),
+    /// Only in the store.
+    Elsewhere,
+}
+
 /// The background runs of this process: submitting, cancelling, and the workers.
 pub struct Background {
     deps: Deps,
     config: BackgroundConfig,
     wake: Notify,
-    local: Mutex<HashMap<String, Local>>,
+    local: Mutex<Runs>,
     /// This process's worker id prefix (a lease owner is `{prefix}-{n}`).
     owner: String,
     /// When this process last looked for expired leases (unix ms): at most every quarter
@@ -83,6 +104,13 @@ impl std::fmt::Debug for Background {
 /// How long a run whose conversation is busy waits before it is claimed again, milliseconds.
 const REQUEUE_DELAY_MS: u64 = 500;
 
+/// How a run that never started ends its log.
+#[derive(Debug, Clone, Copy)]
+enum EndAs {
+    Cancelled,
+    Failed,
+}
+
 /// How long a cancel waits for a run in progress to be stored as `cancelled`.
 const CANCEL_WAIT: Duration = Duration::from_secs(10);
 
@@ -92,7 +120,7 @@ impl Background {
             deps,
             config,
             wake: Notify::new(),
-            local: Mutex::new(HashMap::new()),
+            local: Mutex::new(Runs::default()),
             owner: new_id("worker"),
             last_reap: std::sync::atomic::AtomicI64::new(0),
         })
@@ -113,9 +141,10 @@ impl Background {
     }
 
     /// Queues a prepared (so validated) request as a background run of `project`; `body` is
-    /// the request as sent, prepared again by the worker. Answers the `queued` Response.
+    /// the request as sent, prepared again by the worker. Answers the `queued` Response. A
+    /// `streamed` run's log is kept in memory from the start, for [`Background::follow_new`].
     /// Errors: 429 when `background.max_queued` runs wait; the store's errors.
-    pub async fn submit(&self, project: &str, body: &[u8], prepared: Prepared) -> Result<Response, GatewayError> {
+    pub async fn submit(&self, project: &str, body: &[u8], prepared: Prepared, streamed: bool) -> Result<Response, GatewayError> {
         let mut response = prepared.base.clone();
         // The check is done: a conversation lease taken by it is released now.
         drop(prepared);
@@ -126,8 +155,15 @@ impl Background {
         // worker's emitter goes on from `response.in_progress` (2).
         let kinds = [EventKind::Created { response: Box::new(response.clone()) }, EventKind::Queued { response: Box::new(response.clone()) }];
         let frames = frames_of(&kinds, 0);
-        let queued = self.deps.store.enqueue_run(project, &response.id, request, snapshot, self.config.max_queued, frames).await?;
-        if !queued {
+        if streamed {
+            let log = RunLog::with(frames.iter().map(|f| Bytes::from(f.clone())).collect());
+            self.runs().queued.insert(response.id.clone(), (log, false));
+        }
+        let queued = self.deps.store.enqueue_run(project, &response.id, request, snapshot, self.config.max_queued, frames).await;
+        if !matches!(queued, Ok(true)) {
+            self.runs().queued.remove(&response.id);
+        }
+        if !queued? {
             return Err(GatewayError::rate_limited(format!(
                 "The background queue is full ({} runs wait; background.max_queued). Please retry later.",
                 self.config.max_queued
@@ -144,11 +180,11 @@ impl Background {
         match self.deps.store.cancel_run(project, id).await? {
             RunCancel::NotFound => Ok(None),
             RunCancel::Cancelled(response) => {
-                self.end_unstarted_log(id, &response).await;
+                self.end_unstarted_log(id, &response, EndAs::Cancelled).await;
                 Ok(Some(response))
             }
             RunCancel::Requested => {
-                let done = self.local.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(id).map(|l| {
+                let done = self.runs().running.get(id).map(|l| {
                     l.by_client.store(true, Ordering::Release);
                     l.cancel.cancel();
                     l.done.clone()
@@ -204,11 +240,19 @@ impl Background {
     /// Prepares and runs one claimed run under its lease, then removes it from the queue.
     async fn execute(&self, run: ClaimedRun, owner: &str) {
         let id = run.response_id.clone();
+        // Queued by this process and streamed: its log is here already.
+        let queued_here = self.runs().queued.get_mut(&id).map(|(log, claimed)| {
+            *claimed = true;
+            log.clone()
+        });
         let prepared = match self.prepare(&run).await {
             Ok(p) => p,
             // Its conversation is busy (another turn on it, maybe an earlier background
             // run): it waits in the queue until that one is done.
             Err(e) if e.kind == crate::error::ErrorKind::Conflict => {
+                if let Some((_, claimed)) = self.runs().queued.get_mut(&id) {
+                    *claimed = false;
+                }
                 if let Err(e) = self.deps.store.requeue_run(&id, owner, REQUEUE_DELAY_MS).await {
                     tracing::warn!(response_id = %id, error = %e, "requeueing a background run failed");
                 }
@@ -223,24 +267,26 @@ impl Background {
         let (done_tx, done_rx) = watch::channel(false);
         let (cancel, by_client) = (prepared.cancel.clone(), prepared.cancelled_by_client.clone());
         // The log so far: the two frames written when the run was queued.
-        let first: Vec<Bytes> = match self.deps.store.events_after(&id, None, 2).await {
-            Ok(f) => f.into_iter().map(|(_, f)| Bytes::from(f)).collect(),
-            Err(e) => {
-                tracing::warn!(response_id = %id, error = %e, "reading a background run's first events failed");
-                Vec::new()
-            }
+        let run_log = match queued_here {
+            Some(log) => log,
+            None => match self.deps.store.events_after(&id, None, 2).await {
+                Ok(f) => RunLog::with(f.into_iter().map(|(_, f)| Bytes::from(f)).collect()),
+                Err(e) => {
+                    tracing::warn!(response_id = %id, error = %e, "reading a background run's first events failed");
+                    RunLog::new()
+                }
+            },
         };
-        let written = first.len() as u64;
-        let run_log = RunLog::with(first);
+        let written = run_log.len() as u64;
         let (frames_tx, frames_rx) = mpsc::unbounded_channel();
         let pump = tokio::spawn(log::pump(frames_rx, run_log.clone(), self.deps.store.clone(), id.clone(), written));
-        self.local.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(
-            id.clone(),
-            Local { cancel: cancel.clone(), by_client: by_client.clone(), done: done_rx, log: run_log },
-        );
-        let mut in_progress = prepared.base.clone();
-        in_progress.status = ResponseStatus::InProgress;
-        let _ = self.deps.store.beat_run(&id, owner, self.config.lease_ms, serde_json::to_string(&in_progress).ok()).await;
+        {
+            let mut runs = self.runs();
+            runs.queued.remove(&id);
+            runs.running.insert(id.clone(), Local { cancel: cancel.clone(), by_client: by_client.clone(), done: done_rx, log: run_log });
+        }
+        // The claim made the row `in_progress` (GET shows that status); the lease is renewed
+        // from a third of it on.
         let beating = CancellationToken::new();
         let heartbeat = tokio::spawn(heartbeat(self.deps.store.clone(), id.clone(), owner.to_string(), self.config.lease_ms, cancel, by_client, beating.clone()));
         // One of the upstream's slots (`limits.upstream_max_in_flight`), as a foreground turn.
@@ -259,7 +305,7 @@ impl Background {
             tracing::warn!(response_id = %id, error = %e, "removing a finished background run failed");
         }
         let _ = done_tx.send(true);
-        self.local.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&id);
+        self.runs().running.remove(&id);
     }
 
     /// The run's request, prepared as `POST /v1/responses` prepares it, under the run's id.
@@ -280,20 +326,33 @@ impl Background {
         };
         let mut prepared = Box::pin(turn::prepare(req, body, &ctx)).await?;
         prepared.base.id = run.response_id.clone();
+        if let Some(created_at) = run.created_at {
+            prepared.base.created_at = created_at;
+        }
         prepared.cancel = d.shutdown.child_token();
         Ok(prepared)
     }
 
-    /// A run whose request no longer prepares (its previous response was deleted, its
-    /// conversation is busy…) ends `failed` with the error.
+    /// A run whose request no longer prepares (its previous response was deleted…) ends
+    /// `failed` with the error; its log ends with `response.failed`.
     async fn fail(&self, run: &ClaimedRun, owner: &str, e: GatewayError) {
-        let Ok(Some(mut response)) = self.deps.store.run_response(&run.project, &run.response_id).await else { return };
-        if let Some(o) = response.as_object_mut() {
-            o.insert("status".into(), Value::String("failed".into()));
-            o.insert("error".into(), serde_json::json!({"code": "server_error", "message": e.error.message}));
-        }
-        if let Err(e) = self.deps.store.fail_run(&run.response_id, owner, response.to_string()).await {
-            tracing::warn!(response_id = %run.response_id, error = %e, "marking a background run failed");
+        let id = &run.response_id;
+        let response = match self.deps.store.run_response(&run.project, id).await {
+            Ok(Some(mut response)) => {
+                if let Some(o) = response.as_object_mut() {
+                    o.insert("status".into(), Value::String("failed".into()));
+                    o.insert("error".into(), serde_json::json!({"code": "server_error", "message": e.error.message}));
+                }
+                if let Err(e) = self.deps.store.fail_run(id, owner, response.to_string()).await {
+                    tracing::warn!(response_id = %id, error = %e, "marking a background run failed");
+                }
+                Some(response)
+            }
+            _ => None,
+        };
+        match response {
+            Some(response) => self.end_unstarted_log(id, &response, EndAs::Failed).await,
+            None => self.forget_queued(id),
         }
     }
 }
@@ -313,9 +372,13 @@ impl Background {
         hold: Option<StreamPermit>,
     ) -> Result<Option<mpsc::UnboundedReceiver<Bytes>>, GatewayError> {
         let store = &self.deps.store;
-        let stored = store.response(project, id).await?;
+        let mut stored = store.response(project, id).await?;
         if stored.is_none() && store.run_response(project, id).await?.is_none() {
-            return Err(GatewayError::not_found(None, format!("No response found with id '{id}'."), "response_not_found"));
+            // Its run may have been stored (and left the queue) between the two reads.
+            stored = store.response(project, id).await?;
+            if stored.is_none() {
+                return Err(GatewayError::not_found(None, format!("No response found with id '{id}'."), "response_not_found"));
+            }
         }
         let past_end = || {
             GatewayError::bad_request(
@@ -362,6 +425,14 @@ impl Background {
         rx
     }
 
+    /// True while the run of `id` waits in the queue.
+    async fn is_queued(&self, project: &str, id: &str) -> bool {
+        matches!(
+            self.deps.store.run_response(project, id).await,
+            Ok(Some(r)) if r.get("status").and_then(Value::as_str) == Some("queued")
+        )
+    }
+
     /// True while the run of `id` is queued or in progress.
     async fn pending(&self, project: &str, id: &str) -> bool {
         matches!(
@@ -385,30 +456,102 @@ impl Background {
         Ok(Some(fold_frames(snapshot, &frames)))
     }
 
-    /// A run cancelled before it started has only its first two events: its log gets
-    /// `response.incomplete` (status `cancelled`, 2), so that a stream waiting for it ends
-    /// with a terminal event. Nothing when the log has more (a repeated cancel).
-    async fn end_unstarted_log(&self, id: &str, cancelled: &Value) {
+    /// A run that ended before it started (cancelled while queued, or its request no longer
+    /// prepares) has only its first two events: its log gets the terminal event (2) —
+    /// `response.incomplete` with status `cancelled`, or `response.failed` — so that a
+    /// stream waiting for it ends with it. Nothing when the log has more (a repeated cancel).
+    async fn end_unstarted_log(&self, id: &str, ended: &Value, end: EndAs) {
         let store = &self.deps.store;
+        let here = self.runs().queued.remove(id).map(|(log, _)| log);
         if !matches!(store.events_after(id, Some(1), 1).await, Ok(f) if f.is_empty()) {
+            if let Some(log) = here {
+                log.moved();
+            }
             return;
         }
-        let Ok(cancelled) = serde_json::from_value::<Response>(cancelled.clone()) else { return };
-        let frames = frames_of(&[EventKind::Incomplete { response: Box::new(cancelled) }], 2);
-        if let Err(e) = store.append_events(id, 2, frames).await {
-            tracing::warn!(response_id = %id, error = %e, "ending a cancelled run's event log failed");
+        let Ok(ended) = serde_json::from_value::<Response>(ended.clone()) else { return };
+        let kind = match end {
+            EndAs::Cancelled => EventKind::Incomplete { response: Box::new(ended) },
+            EndAs::Failed => EventKind::Failed { response: Box::new(ended) },
+        };
+        let frames = frames_of(&[kind], 2);
+        if let Err(e) = store.append_events(id, 2, frames.clone()).await {
+            tracing::warn!(response_id = %id, error = %e, "ending a background run's event log failed");
+        }
+        // This process's stream of the run ends with the same frame.
+        if let Some(log) = here {
+            for f in frames.into_iter().filter(|_| log.len() == 2) {
+                log.push(Bytes::from(f));
+            }
+            log.close();
         }
     }
 
+    fn runs(&self) -> std::sync::MutexGuard<'_, Runs> {
+        self.local.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Drops the in-memory log of a run queued here that runs elsewhere (or failed to
+    /// start): its followers go on from the store.
+    fn forget_queued(&self, id: &str) {
+        if let Some((log, _)) = self.runs().queued.remove(id) {
+            log.moved();
+        }
+    }
+
+    /// [`Background::forget_queued`] unless a worker here has claimed the run meanwhile.
+    fn forget_unclaimed(&self, id: &str) {
+        let mut runs = self.runs();
+        if matches!(runs.queued.get(id), Some((_, false))) {
+            if let Some((log, _)) = runs.queued.remove(id) {
+                log.moved();
+            }
+        }
+    }
+
+    /// The in-memory log of run `id`, when this process has one.
     fn local_log(&self, id: &str) -> Option<Arc<RunLog>> {
-        self.local.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(id).map(|l| l.log.clone())
+        match self.find(id) {
+            Found::Here(log) | Found::Queued(log) => Some(log),
+            Found::Elsewhere => None,
+        }
+    }
+
+    fn find(&self, id: &str) -> Found {
+        let runs = self.runs();
+        if let Some(l) = runs.running.get(id) {
+            return Found::Here(l.log.clone());
+        }
+        match runs.queued.get(id) {
+            Some((log, true)) => Found::Here(log.clone()),
+            Some((log, false)) => Found::Queued(log.clone()),
+            None => Found::Elsewhere,
+        }
     }
 
     async fn follow_into(&self, project: &str, id: &str, mut last: Option<u64>, tx: mpsc::UnboundedSender<Bytes>) {
         let store = &self.deps.store;
         loop {
-            if let Some(log) = self.local_log(id) {
-                return log.follow(last, &tx).await;
+            // From memory while the run is (or may yet be) here; every POLL without a frame,
+            // a run queued here but not claimed here is looked up: once it is claimed
+            // elsewhere (or ended unstarted), its frames come from the store.
+            let (log, queued) = match self.find(id) {
+                Found::Here(log) => (Some(log), false),
+                Found::Queued(log) => (Some(log), true),
+                Found::Elsewhere => (None, false),
+            };
+            if let Some(log) = log {
+                match log.follow(last, &tx, Some(log::POLL)).await {
+                    log::Followed::Done => return,
+                    log::Followed::Moved(l) => last = l,
+                    log::Followed::Idle(l) => {
+                        last = l;
+                        if queued && !self.is_queued(project, id).await {
+                            self.forget_unclaimed(id);
+                        }
+                        continue;
+                    }
+                }
             }
             let frames = match store.events_after(id, last, 256).await {
                 Ok(f) => f,

@@ -79,7 +79,7 @@ pub async fn create(
         // not stop the run.
         let (stream_permit, _) = permits;
         let stream = prepared.stream;
-        let queued = match state.background.submit(tenant.as_str(), &body, prepared).await {
+        let queued = match state.background.submit(tenant.as_str(), &body, prepared, stream).await {
             Ok(queued) => queued,
             Err(e) => return e.into_response(),
         };

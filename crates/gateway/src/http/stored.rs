@@ -76,7 +76,12 @@ pub async fn get(
         // far), or ended early.
         Ok(None) => match state.background.current(tenant.as_str(), &id).await {
             Ok(Some(r)) => Json(r).into_response(),
-            Ok(None) => not_found(&id).into_response(),
+            // Its run may have been stored (and left the queue) between the two reads.
+            Ok(None) => match state.store.response(tenant.as_str(), &id).await {
+                Ok(Some(r)) => Json(r).into_response(),
+                Ok(None) => not_found(&id).into_response(),
+                Err(e) => GatewayError::from(e).into_response(),
+            },
             Err(e) => e.into_response(),
         },
         Err(e) => GatewayError::from(e).into_response(),

@@ -167,6 +167,8 @@ pub struct ClaimedRun {
     pub project: String,
     /// The `POST /v1/responses` body as the client sent it.
     pub request: String,
+    /// The queued Response's `created_at` (unix seconds), which the run keeps.
+    pub created_at: Option<u64>,
 }
 
 /// What a cancel request found in the queue of runs.

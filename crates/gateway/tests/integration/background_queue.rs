@@ -54,4 +54,29 @@ async fn concurrent_claims_take_each_run_once(db: Arc<TestDb>) {
     assert!(a.events_after("resp_b2", None, 10).await.unwrap().is_empty(), "a refused run writes no event");
 }
 
-on_both_backends!(concurrent_claims_take_each_run_once);
+
+/// The event log keeps each frame's bytes exactly (quotes, escapes, line breaks, non-ASCII),
+/// numbered from the enqueue's first frames on; a claimed run shows `in_progress` and keeps
+/// its queued `created_at`.
+async fn event_log_frames_round_trip_exactly(db: Arc<TestDb>) {
+    let s = db.open(&StoreConfig::default()).await.expect("store");
+    let first = vec![
+        "event: response.created\ndata: {\"a\":\"q\\\"uote\\\\n\"}\n\n".to_string(),
+        "event: response.queued\ndata: {\"t\":\"Zürich — 東京 😀\"}\n\n".to_string(),
+    ];
+    let snapshot = r#"{"id":"resp_log","status":"queued","created_at":1700000000}"#;
+    assert!(s.enqueue_run("p", "resp_log", "{}".into(), snapshot.into(), 100, first.clone()).await.unwrap());
+    let more: Vec<String> = (0..300).map(|i| format!("event: response.output_text.delta\ndata: {{\"delta\":\"t{i} '\\t'\"}}\n\n")).collect();
+    s.append_events("resp_log", 2, more.clone()).await.unwrap();
+    // A batch written again (a retried write) changes nothing.
+    s.append_events("resp_log", 2, more[..10].to_vec()).await.unwrap();
+    let got = s.events_after("resp_log", None, usize::MAX).await.unwrap();
+    let want: Vec<(u64, String)> = (0u64..).zip(first.iter().chain(&more).cloned()).collect();
+    assert_eq!(got, want);
+    assert_eq!(s.events_after("resp_log", Some(299), 5).await.unwrap(), want[300..].to_vec());
+    let run = s.claim_run("w", 30_000).await.unwrap().expect("claimed");
+    assert_eq!((run.response_id.as_str(), run.created_at), ("resp_log", Some(1_700_000_000)));
+    assert_eq!(s.run_response("p", "resp_log").await.unwrap().unwrap()["status"], "in_progress");
+}
+
+on_both_backends!(concurrent_claims_take_each_run_once, event_log_frames_round_trip_exactly);

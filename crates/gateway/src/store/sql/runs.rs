@@ -12,23 +12,20 @@ fn until(ttl_ms: u64) -> i64 {
     now_ms().saturating_add(i64::try_from(ttl_ms).unwrap_or(i64::MAX))
 }
 
-/// `INSERT INTO response_events … VALUES ($1, $2, $3), ($4, $5, $6), …` for `rows` rows
-/// (the portable `$N` placeholders; binds are id, seq, frame per row).
-fn events_insert(rows: usize) -> String {
-    let mut sql = String::from("INSERT INTO response_events (response_id, seq, frame) VALUES ");
-    for r in 0..rows {
-        let n = r * 3;
-        if r > 0 {
-            sql.push_str(", ");
-        }
-        sql.push_str(&format!("(${}, ${}, ${})", n + 1, n + 2, n + 3));
-    }
-    sql
-}
-
 impl SqlStore {
+    /// `SELECT response_id, seq, frame` rows from one JSON array of frames: `$3` is the
+    /// array (text), numbered from `$2`, for response `$1`. One statement whatever the
+    /// number of frames (one prepared statement, no parameter limit).
+    fn frames_rows(&self) -> &'static str {
+        if self.backend == BackendKind::Postgres {
+            "SELECT $1, $2 + f.n - 1, f.frame FROM json_array_elements_text(CAST($3 AS json)) WITH ORDINALITY AS f(frame, n) WHERE true"
+        } else {
+            "SELECT $1, $2 + CAST(key AS INTEGER), value FROM json_each($3) WHERE true"
+        }
+    }
     /// Inserts the run, and the first frames of its event log, unless `max_queued` runs are
-    /// already queued (then `false`, nothing written).
+    /// already queued (then `false`, nothing written). PostgreSQL: one statement (the run
+    /// in a data-modifying CTE); SQLite: one local transaction.
     pub(super) async fn insert_run(
         &self,
         project: &str,
@@ -38,31 +35,46 @@ impl SqlStore {
         max_queued: usize,
         frames: Vec<String>,
     ) -> Result<bool, StoreError> {
+        const RUN: &str = "INSERT INTO runs (response_id, project, enqueued_at, status, request, response) \
+             SELECT $1, $2, $3, 'queued', $4, $5 WHERE (SELECT COUNT(*) FROM runs WHERE status = 'queued') < $6";
+        let max = i64::try_from(max_queued).unwrap_or(i64::MAX);
+        let array = serde_json::to_string(&frames).map_err(|e| StoreError::Other(e.to_string()))?;
+        if self.backend == BackendKind::Postgres && !frames.is_empty() {
+            let sql = format!(
+                "WITH r AS ({RUN} RETURNING response_id) INSERT INTO response_events (response_id, seq, frame) \
+                 SELECT r.response_id, f.n - 1, f.frame FROM r, json_array_elements_text(CAST($7 AS json)) WITH ORDINALITY AS f(frame, n)"
+            );
+            let done = sqlx::query(&sql)
+                .bind(id)
+                .bind(project)
+                .bind(now_ms())
+                .bind(request)
+                .bind(response)
+                .bind(max)
+                .bind(array)
+                .execute(&self.pool)
+                .await
+                .map_err(db_err)?;
+            return Ok(done.rows_affected() > 0);
+        }
         let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let done = sqlx::query(
-            "INSERT INTO runs (response_id, project, enqueued_at, status, request, response) \
-             SELECT $1, $2, $3, 'queued', $4, $5 WHERE (SELECT COUNT(*) FROM runs WHERE status = 'queued') < $6",
-        )
-        .bind(id)
-        .bind(project)
-        .bind(now_ms())
-        .bind(request)
-        .bind(response)
-        .bind(i64::try_from(max_queued).unwrap_or(i64::MAX))
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
+        let done = sqlx::query(RUN)
+            .bind(id)
+            .bind(project)
+            .bind(now_ms())
+            .bind(request)
+            .bind(response)
+            .bind(max)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
         if done.rows_affected() == 0 {
             tx.rollback().await.map_err(db_err)?;
             return Ok(false);
         }
         if !frames.is_empty() {
-            let sql = events_insert(frames.len());
-            let mut q = sqlx::query(&sql);
-            for (seq, frame) in (0i64..).zip(frames) {
-                q = q.bind(id).bind(seq).bind(frame);
-            }
-            q.execute(&mut *tx).await.map_err(db_err)?;
+            let sql = format!("INSERT INTO response_events (response_id, seq, frame) {}", self.frames_rows());
+            sqlx::query(&sql).bind(id).bind(0i64).bind(array).execute(&mut *tx).await.map_err(db_err)?;
         }
         tx.commit().await.map_err(db_err)?;
         Ok(true)
@@ -88,7 +100,7 @@ impl SqlStore {
         let sql = format!(
             "UPDATE runs SET status = 'in_progress', owner = $1, lease_until = $2 WHERE response_id = \
              (SELECT response_id FROM runs WHERE status = 'queued' AND enqueued_at <= $3 ORDER BY enqueued_at LIMIT 1{lock}) \
-             AND status = 'queued' RETURNING response_id, project, request"
+             AND status = 'queued' RETURNING response_id, project, request, response"
         );
         let row = sqlx::query(&sql)
             .bind(owner)
@@ -98,16 +110,25 @@ impl SqlStore {
             .await
             .map_err(db_err)?;
         let Some(row) = row else { return Ok(None) };
+        /// The one field of the queued Response a worker keeps.
+        #[derive(serde::Deserialize)]
+        struct Queued {
+            created_at: Option<u64>,
+        }
+        let response: String = row.try_get(3).map_err(db_err)?;
         Ok(Some(ClaimedRun {
             response_id: row.try_get(0).map_err(db_err)?,
             project: row.try_get(1).map_err(db_err)?,
             request: row.try_get(2).map_err(db_err)?,
+            created_at: serde_json::from_str::<Queued>(&response).ok().and_then(|q| q.created_at),
         }))
     }
 
+    /// The run's Response; a run a worker has claimed shows status `in_progress` (the
+    /// claim changes the row's status only, not its Response).
     pub(super) async fn run_snapshot(&self, project: &str, id: &str) -> Result<Option<Value>, StoreError> {
         let row = sqlx::query(
-            "SELECT length(response), CASE WHEN length(response) <= $3 THEN response END FROM runs \
+            "SELECT length(response), CASE WHEN length(response) <= $3 THEN response END, status FROM runs \
              WHERE response_id = $1 AND project = $2",
         )
         .bind(id)
@@ -118,7 +139,14 @@ impl SqlStore {
         .map_err(db_err)?;
         let Some(row) = row else { return Ok(None) };
         let text = limited(row.try_get(0).map_err(db_err)?, row.try_get(1).map_err(db_err)?, "run", id)?;
-        text.map(|t| parse(&t, "run", id)).transpose()
+        let status: String = row.try_get(2).map_err(db_err)?;
+        let mut response = text.map(|t| parse(&t, "run", id)).transpose()?;
+        if status == "in_progress" {
+            if let Some(o) = response.as_mut().and_then(Value::as_object_mut) {
+                o.insert("status".into(), Value::String(status));
+            }
+        }
+        Ok(response)
     }
 
     pub(super) async fn beat(&self, id: &str, owner: &str, ttl_ms: u64, response: Option<String>) -> Result<Option<bool>, StoreError> {
@@ -182,19 +210,16 @@ impl SqlStore {
         Ok(if done.rows_affected() > 0 { RunCancel::Requested } else { RunCancel::NotFound })
     }
 
-    /// The frames in one multi-row INSERT (one statement, one round trip: a follower never
-    /// sees half a batch).
+    /// The frames in one INSERT of one JSON array (one statement, one round trip: a
+    /// follower never sees half a batch).
     pub(super) async fn insert_events(&self, id: &str, first_seq: u64, frames: Vec<String>) -> Result<(), StoreError> {
         if frames.is_empty() {
             return Ok(());
         }
         let first = i64::try_from(first_seq).unwrap_or(i64::MAX);
-        let sql = format!("{} ON CONFLICT (response_id, seq) DO NOTHING", events_insert(frames.len()));
-        let mut q = sqlx::query(&sql);
-        for (i, frame) in frames.into_iter().enumerate() {
-            q = q.bind(id).bind(first.saturating_add(i64::try_from(i).unwrap_or(i64::MAX))).bind(frame);
-        }
-        q.execute(&self.pool).await.map_err(db_err)?;
+        let array = serde_json::to_string(&frames).map_err(|e| StoreError::Other(e.to_string()))?;
+        let sql = format!("INSERT INTO response_events (response_id, seq, frame) {} ON CONFLICT (response_id, seq) DO NOTHING", self.frames_rows());
+        sqlx::query(&sql).bind(id).bind(first).bind(array).execute(&self.pool).await.map_err(db_err)?;
         Ok(())
     }
 

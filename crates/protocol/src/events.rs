@@ -151,6 +151,23 @@ pub enum EventKind {
     FileSearchSearching { item_id: String, output_index: usize },
     #[serde(rename = "response.file_search_call.completed")]
     FileSearchCompleted { item_id: String, output_index: usize },
+    #[serde(rename = "response.mcp_list_tools.in_progress")]
+    McpListToolsInProgress { item_id: String, output_index: usize },
+    #[serde(rename = "response.mcp_list_tools.completed")]
+    McpListToolsCompleted { item_id: String, output_index: usize },
+    #[serde(rename = "response.mcp_list_tools.failed")]
+    McpListToolsFailed { item_id: String, output_index: usize },
+    #[serde(rename = "response.mcp_call.in_progress")]
+    McpCallInProgress { item_id: String, output_index: usize },
+    /// The call's `arguments`, in one delta (contract §8.4 f).
+    #[serde(rename = "response.mcp_call_arguments.delta")]
+    McpCallArgumentsDelta { item_id: String, output_index: usize, delta: String },
+    #[serde(rename = "response.mcp_call_arguments.done")]
+    McpCallArgumentsDone { item_id: String, output_index: usize, arguments: String },
+    #[serde(rename = "response.mcp_call.completed")]
+    McpCallCompleted { item_id: String, output_index: usize },
+    #[serde(rename = "response.mcp_call.failed")]
+    McpCallFailed { item_id: String, output_index: usize },
     /// `error`: flat SPEC fields plus the nested object the live API sends (contract §8.3 #7).
     #[serde(rename = "error")]
     Error {
@@ -194,6 +211,14 @@ impl EventKind {
             EventKind::FileSearchInProgress { .. } => "response.file_search_call.in_progress",
             EventKind::FileSearchSearching { .. } => "response.file_search_call.searching",
             EventKind::FileSearchCompleted { .. } => "response.file_search_call.completed",
+            EventKind::McpListToolsInProgress { .. } => "response.mcp_list_tools.in_progress",
+            EventKind::McpListToolsCompleted { .. } => "response.mcp_list_tools.completed",
+            EventKind::McpListToolsFailed { .. } => "response.mcp_list_tools.failed",
+            EventKind::McpCallInProgress { .. } => "response.mcp_call.in_progress",
+            EventKind::McpCallArgumentsDelta { .. } => "response.mcp_call_arguments.delta",
+            EventKind::McpCallArgumentsDone { .. } => "response.mcp_call_arguments.done",
+            EventKind::McpCallCompleted { .. } => "response.mcp_call.completed",
+            EventKind::McpCallFailed { .. } => "response.mcp_call.failed",
             EventKind::Error { .. } => "error",
         }
     }

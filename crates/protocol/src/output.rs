@@ -86,6 +86,38 @@ pub enum OutputItem {
         output: String,
         status: ItemStatus,
     },
+    /// `mcp_list_tools` (`mcpl_…`): the tools an MCP server listed (contract §5, §8.4 f);
+    /// `tools` is empty on `output_item.added`; `error` is set (and `tools` empty) when the
+    /// listing failed.
+    McpListTools {
+        id: String,
+        server_label: String,
+        tools: Vec<McpToolInfo>,
+        error: Option<String>,
+    },
+    /// `mcp_call` (`mcp_…`): a call the gateway made on an MCP server (contract §5, §8.4 f);
+    /// `arguments` is a JSON text, `output` the tool's text, `approval_request_id` the
+    /// approval it ran under. `error` is the tagged object of current SDKs (contract §5
+    /// "Drift"): `{type:"mcp_protocol_error", code, message}`,
+    /// `{type:"mcp_tool_execution_error", content}` or `{type:"http_error", code, message}`.
+    McpCall {
+        id: String,
+        server_label: String,
+        name: String,
+        arguments: String,
+        output: Option<String>,
+        error: Option<Value>,
+        status: ItemStatus,
+        approval_request_id: Option<String>,
+    },
+    /// `mcp_approval_request` (`mcpr_…`): a call that waits for the client's
+    /// `mcp_approval_response` (contract §5); `arguments` is a JSON text.
+    McpApprovalRequest {
+        id: String,
+        server_label: String,
+        name: String,
+        arguments: String,
+    },
     /// `reasoning` (`rs_…`): the model's raw reasoning as `reasoning_text` parts in
     /// `content` (an upstream's `reasoning_content`); `summary` stays empty: a chat upstream
     /// writes no summaries (contract §5, §8.4 h).
@@ -100,6 +132,18 @@ pub enum OutputItem {
         encrypted_content: Option<String>,
         status: ItemStatus,
     },
+}
+
+/// One tool of an `mcp_list_tools` item (contract §5): `input_schema` is the tool's JSON
+/// Schema, `annotations` the server's hints (e.g. `readOnlyHint`) as it sent them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpToolInfo {
+    pub name: String,
+    pub input_schema: Value,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub annotations: Option<Value>,
 }
 
 /// One `reasoning.summary` part (contract §5): `{type:"summary_text", text}`.
@@ -120,6 +164,9 @@ impl OutputItem {
             | OutputItem::WebSearchCall { id, .. }
             | OutputItem::FileSearchCall { id, .. }
             | OutputItem::FunctionCallOutput { id, .. }
+            | OutputItem::McpListTools { id, .. }
+            | OutputItem::McpCall { id, .. }
+            | OutputItem::McpApprovalRequest { id, .. }
             | OutputItem::Reasoning { id, .. } => id,
         }
     }

@@ -169,6 +169,23 @@ impl Accumulator {
                     *status = protocol::output::ItemStatus::Searching;
                 }
             }
+            EventKind::McpCallArgumentsDelta { output_index, delta, .. } => {
+                if let Some(OutputItem::McpCall { arguments, .. }) = output.get_mut(output_index) {
+                    arguments.push_str(&delta);
+                }
+            }
+            EventKind::McpCallArgumentsDone { output_index, arguments: full, .. } => {
+                if let Some(OutputItem::McpCall { arguments, .. }) = output.get_mut(output_index) {
+                    *arguments = full;
+                }
+            }
+            // The items' final state comes with `output_item.done`.
+            EventKind::McpListToolsInProgress { .. }
+            | EventKind::McpListToolsCompleted { .. }
+            | EventKind::McpListToolsFailed { .. }
+            | EventKind::McpCallInProgress { .. }
+            | EventKind::McpCallCompleted { .. }
+            | EventKind::McpCallFailed { .. } => {}
             EventKind::Error { .. } => {}
         }
     }

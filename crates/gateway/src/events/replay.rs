@@ -124,8 +124,45 @@ fn item_events(output_index: usize, item: &OutputItem, out: &mut Vec<EventKind>)
             out.push(EventKind::FileSearchCompleted { item_id, output_index });
             true
         }
-        // Tool outputs are added already done, as the live stream adds them.
-        OutputItem::CustomToolCallOutput { .. } | OutputItem::FunctionCallOutput { .. } => false,
+        // Contract §8.4 f: added empty, in progress, then completed or failed.
+        OutputItem::McpListTools { id, server_label, error, .. } => {
+            out.push(EventKind::OutputItemAdded {
+                output_index,
+                item: OutputItem::McpListTools { id: id.clone(), server_label: server_label.clone(), tools: Vec::new(), error: None },
+            });
+            out.push(EventKind::McpListToolsInProgress { item_id: id.clone(), output_index });
+            out.push(match error {
+                Some(_) => EventKind::McpListToolsFailed { item_id: id.clone(), output_index },
+                None => EventKind::McpListToolsCompleted { item_id: id.clone(), output_index },
+            });
+            true
+        }
+        OutputItem::McpCall { id, server_label, name, arguments, status, approval_request_id, .. } => {
+            out.push(EventKind::OutputItemAdded {
+                output_index,
+                item: OutputItem::McpCall {
+                    id: id.clone(),
+                    server_label: server_label.clone(),
+                    name: name.clone(),
+                    arguments: String::new(),
+                    output: None,
+                    error: None,
+                    status: ItemStatus::InProgress,
+                    approval_request_id: approval_request_id.clone(),
+                },
+            });
+            out.push(EventKind::McpCallInProgress { item_id: id.clone(), output_index });
+            out.push(EventKind::McpCallArgumentsDelta { item_id: id.clone(), output_index, delta: arguments.clone() });
+            out.push(EventKind::McpCallArgumentsDone { item_id: id.clone(), output_index, arguments: arguments.clone() });
+            out.push(match status {
+                ItemStatus::Failed | ItemStatus::Incomplete => EventKind::McpCallFailed { item_id: id.clone(), output_index },
+                _ => EventKind::McpCallCompleted { item_id: id.clone(), output_index },
+            });
+            true
+        }
+        // Tool outputs and approval requests are added already done, as the live stream adds
+        // them (an approval request has no sub-events).
+        OutputItem::CustomToolCallOutput { .. } | OutputItem::FunctionCallOutput { .. } | OutputItem::McpApprovalRequest { .. } => false,
     };
     if !added {
         out.push(EventKind::OutputItemAdded { output_index, item: item.clone() });
@@ -194,7 +231,16 @@ mod tests {
                  "content": [{"type": "output_text", "text": "See https://a.example", "logprobs": [],
                               "annotations": [{"type": "url_citation", "start_index": 4, "end_index": 21, "title": "A", "url": "https://a.example"}]}]},
                 {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f", "arguments": "{}", "status": "completed"},
-                {"type": "custom_tool_call_output", "id": "ctco_1", "call_id": "call_2", "output": "x", "status": "completed"}
+                {"type": "custom_tool_call_output", "id": "ctco_1", "call_id": "call_2", "output": "x", "status": "completed"},
+                {"type": "mcp_list_tools", "id": "mcpl_1", "server_label": "docs", "error": null,
+                 "tools": [{"name": "echo", "input_schema": {"type": "object"}, "description": "Echoes", "annotations": {"readOnlyHint": true}}]},
+                {"type": "mcp_list_tools", "id": "mcpl_2", "server_label": "down", "tools": [], "error": "connection refused"},
+                {"type": "mcp_call", "id": "mcp_1", "server_label": "docs", "name": "echo", "arguments": "{\"x\":1}",
+                 "output": "1", "error": null, "status": "completed", "approval_request_id": "mcpr_0"},
+                {"type": "mcp_call", "id": "mcp_2", "server_label": "docs", "name": "fail", "arguments": "{}",
+                 "output": null, "error": {"type": "mcp_tool_execution_error", "content": [{"type": "text", "text": "boom"}]},
+                 "status": "failed", "approval_request_id": null},
+                {"type": "mcp_approval_request", "id": "mcpr_1", "server_label": "docs", "name": "echo", "arguments": "{}"}
             ],
             "parallel_tool_calls": true, "previous_response_id": null, "prompt_cache_key": null,
             "prompt_cache_retention": null, "reasoning": {"effort": null, "summary": null}, "safety_identifier": null,
@@ -214,6 +260,24 @@ mod tests {
             }
             acc.fold(e);
         }
+        let names: Vec<&str> = super::events(&stored).iter().map(EventKind::name).filter(|n| n.contains("mcp")).collect();
+        assert_eq!(
+            names,
+            [
+                "response.mcp_list_tools.in_progress",
+                "response.mcp_list_tools.completed",
+                "response.mcp_list_tools.in_progress",
+                "response.mcp_list_tools.failed",
+                "response.mcp_call.in_progress",
+                "response.mcp_call_arguments.delta",
+                "response.mcp_call_arguments.done",
+                "response.mcp_call.completed",
+                "response.mcp_call.in_progress",
+                "response.mcp_call_arguments.delta",
+                "response.mcp_call_arguments.done",
+                "response.mcp_call.failed",
+            ]
+        );
         let (_, output) = folded_before_terminal.expect("a terminal event");
         assert_eq!(output, stored.output, "the items fold to the stored ones before the terminal event");
         assert_eq!(acc.response, stored);

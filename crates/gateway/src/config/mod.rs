@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod auth;
 pub mod background;
+pub mod mcp;
 pub mod file_search;
 pub mod limits;
 pub mod store;
@@ -46,6 +47,8 @@ pub struct Config {
     pub otel: telemetry::OtelConfig,
     /// `[background]`: workers and queue of background responses (see [`background::BackgroundConfig`]).
     pub background: background::BackgroundConfig,
+    /// `[mcp]`: allowed MCP servers and their timeouts (see [`mcp::McpConfig`]).
+    pub mcp: mcp::McpConfig,
 }
 
 /// `[web_search]`: where gateway-owned web searches run. A request never selects a backend.

@@ -11,6 +11,7 @@ pub mod replay;
 pub mod sink;
 pub mod sse_sink;
 pub mod tool_items;
+pub mod mcp_items;
 
 pub use accumulator::Accumulator;
 pub use emitter::Emitter;

@@ -6,6 +6,7 @@ pub mod embeddings;
 pub mod file_search;
 pub mod http_search;
 pub mod local_index;
+pub mod mcp;
 pub mod openai_search;
 pub mod vector_store;
 pub mod web_search;
@@ -45,11 +46,18 @@ pub struct Registry {
     pub web_search: Result<Arc<dyn SearchBackend>, String>,
     /// Which executor serves each vector store (`[file_search]`).
     pub file_search: file_search::FileSearchRouter,
+    /// The MCP servers requests may name, and how they are reached (`[mcp]`).
+    pub mcp: Arc<mcp::McpServers>,
 }
 
 impl Default for Registry {
     fn default() -> Self {
-        Registry { tools: BTreeMap::new(), web_search: Err(NO_WEB_SEARCH.to_string()), file_search: Default::default() }
+        Registry {
+            tools: BTreeMap::new(),
+            web_search: Err(NO_WEB_SEARCH.to_string()),
+            file_search: Default::default(),
+            mcp: Arc::new(mcp::McpServers::default()),
+        }
     }
 }
 
@@ -84,6 +92,7 @@ impl Registry {
         let mut r = Registry {
             web_search: web_search_backend(&config.web_search),
             file_search: file_search::FileSearchRouter::from_config(&config.file_search, embedded),
+            mcp: Arc::new(mcp::McpServers::from_config(&config.mcp)),
             ..Registry::default()
         };
         if let Err(why) = &r.web_search {

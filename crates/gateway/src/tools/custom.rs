@@ -95,7 +95,7 @@ pub fn declare(decl: Value, param: &str, namespace: Option<&str>) -> Result<Decl
         param: param.to_string(),
         tool: Arc::new(CustomTool),
     };
-    Ok(Declared { entries: vec![entry], echo })
+    Ok(Declared { entries: vec![entry], echo, discovery: None })
 }
 
 /// Checks `format`; returns the note for the upstream description when it is a grammar.

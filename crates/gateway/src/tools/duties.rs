@@ -41,12 +41,34 @@ pub struct ResolveCtx<'a> {
     pub project: &'a str,
 }
 
-/// A validated declaration: its tools (a `namespace` gives one per member) and the
-/// normalized declaration echoed in `Response.tools` (contract §2).
+/// A validated declaration: its tools (a `namespace` gives one per member), the
+/// normalized declaration echoed in `Response.tools` (contract §2), and, for a declaration
+/// whose tools are known only once the turn runs (an MCP server), how to find them.
 #[derive(Debug)]
 pub struct Declared {
     pub entries: Vec<ToolEntry>,
     pub echo: Value,
+    pub discovery: Option<Arc<dyn Discovery>>,
+}
+
+/// Duty 0 of a declaration whose tools are listed at run time (an MCP server, issue 18
+/// "Listing"): before the first round every discovery starts (its item is added), all run
+/// at once, then each finishes in declaration order and gives its tools.
+pub trait Discovery: Send + Sync + Debug {
+    /// What names it, unique per request (an MCP `server_label`).
+    fn label(&self) -> &str;
+    /// The declaration's field that names it, e.g. `server_label` (a duplicate's 400).
+    fn label_field(&self) -> &'static str;
+    /// Adds its item to the output and returns the listing to run.
+    fn start(&self, out: &mut Emitter) -> Box<dyn Listing>;
+}
+
+/// One listing in progress ([`Discovery::start`]).
+pub trait Listing: Send {
+    /// Lists (connecting first); never fails: a failure is kept for [`Listing::finish`].
+    fn run(&mut self) -> BoxFuture<'_, ()>;
+    /// Completes the item; the tools found, as entries the model may call.
+    fn finish(self: Box<Self>, out: &mut Emitter) -> Vec<ToolEntry>;
 }
 
 /// One Responses tool type (contract §2), the request-independent side of its duties.

@@ -194,7 +194,7 @@ pub fn declare(decl: &Value, param: &str) -> Result<Declared, ApiError> {
         param: param.to_string(),
         tool: Arc::new(FileSearchTool { options, stores: Arc::default() }),
     };
-    Ok(Declared { entries: vec![entry], echo })
+    Ok(Declared { entries: vec![entry], echo, discovery: None })
 }
 
 /// The vector stores of a declaration, each with the executor that serves it.

@@ -105,7 +105,7 @@ pub fn declare(decl: Value, param: &str, namespace: Option<&str>) -> Result<Decl
         param: param.to_string(),
         tool: Arc::new(FunctionTool),
     };
-    Ok(Declared { entries: vec![entry], echo })
+    Ok(Declared { entries: vec![entry], echo, discovery: None })
 }
 
 /// Replays a `function_call` item as the call the model made, under its model-visible name.
@@ -123,7 +123,7 @@ mod tests {
 
     #[test]
     fn null_parameters_become_empty_object_schema() {
-        let Declared { entries: e, echo } =
+        let Declared { entries: e, echo, .. } =
             declare(json!({"type":"function","name":"f","parameters":null}), "tools[0]", None)
                 .unwrap();
         assert_eq!(e[0].upstream.parameters, json!({"type":"object","properties":{}}));

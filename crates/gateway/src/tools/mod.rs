@@ -8,6 +8,7 @@ pub mod custom;
 pub mod duties;
 pub mod file_search;
 pub mod function;
+pub mod mcp;
 pub mod namespace;
 pub mod replay;
 pub mod server_custom;
@@ -21,9 +22,10 @@ use serde_json::Value;
 
 pub use crate::upstream::{ToolChoice, UpstreamTool};
 
-pub use duties::{BindCtx, CallItem, DeclareCtx, Declared, Finished, Invocation, Ran, ResolveCtx, RunStatus, Tool, ToolType};
+pub use duties::{BindCtx, CallItem, DeclareCtx, Declared, Discovery, Finished, Invocation, Listing, Ran, ResolveCtx, RunStatus, Tool, ToolType};
 
 use crate::error::GatewayError;
+use crate::events::Emitter;
 use crate::executors::Registry;
 use crate::upstream::UpstreamCaps;
 
@@ -71,13 +73,20 @@ impl ToolEntry {
 
 /// Every tool type the gateway knows (duties in `duties.rs`); a declaration goes to the one
 /// whose `types()` holds its `type`.
-pub fn types() -> [&'static dyn ToolType; 5] {
-    [&function::FunctionType, &custom::CustomType, &namespace::NamespaceType, &web_search::WebSearchType, &file_search::FileSearchType]
+pub fn types() -> [&'static dyn ToolType; 6] {
+    [
+        &function::FunctionType,
+        &custom::CustomType,
+        &namespace::NamespaceType,
+        &web_search::WebSearchType,
+        &file_search::FileSearchType,
+        &mcp::McpType,
+    ]
 }
 
 /// Declared types the gateway knows but does not offer (400 `unsupported_tool_type`).
-const UNSUPPORTED: [&str; 10] = [
-    "mcp", "code_interpreter", "image_generation", "local_shell", "shell", "apply_patch",
+const UNSUPPORTED: [&str; 9] = [
+    "code_interpreter", "image_generation", "local_shell", "shell", "apply_patch",
     "computer_use_preview", "computer", "tool_search", "programmatic_tool_calling",
 ];
 
@@ -101,6 +110,8 @@ pub struct ToolSet {
     pub choice: ToolChoice,
     /// `tool_choice` echoed in the Response.
     pub choice_echo: Value,
+    /// Declarations whose tools are listed when the turn runs ([`ToolSet::discover`]).
+    discoveries: Vec<Arc<dyn Discovery>>,
 }
 
 impl ToolSet {
@@ -136,7 +147,18 @@ impl ToolSet {
                 return Err(ApiError::invalid(format!("{param}.type"), format!("Invalid value: '{kind}'. Unknown tool type."))
                     .with_code("invalid_value"));
             };
-            let Declared { entries, echo } = tool_type.declare(decl, &kind, &param, &ctx)?;
+            let Declared { entries, echo, discovery } = tool_type.declare(decl, &kind, &param, &ctx)?;
+            if let Some(d) = discovery {
+                if set.discoveries.iter().any(|o| o.label() == d.label()) {
+                    let field = d.label_field();
+                    return Err(ApiError::invalid(
+                        format!("{param}.{field}"),
+                        format!("Duplicate {field} '{}': each must be unique in a request.", d.label()),
+                    )
+                    .with_code("invalid_value"));
+                }
+                set.discoveries.push(d);
+            }
             for mut entry in entries {
                 // The handler offers its native form; only an upstream that advertises the
                 // type gets it (`upstream.native_tools`).
@@ -165,6 +187,29 @@ impl ToolSet {
         self.by_visible.insert(visible, self.entries.len());
         self.entries.push(entry);
         Ok(())
+    }
+
+    /// Lists the tools of the declarations known only at run time (MCP servers, issue 18
+    /// "Listing"): every listing's item is added, they run at once, then each is finished
+    /// in declaration order and its tools join the set. A tool whose model-visible name is
+    /// taken already is left out (with a warning). Before the first round only.
+    pub async fn discover(&mut self, out: &mut Emitter) {
+        if self.discoveries.is_empty() {
+            return;
+        }
+        let mut listings: Vec<Box<dyn Listing>> = self.discoveries.iter().map(|d| d.start(out)).collect();
+        futures_util::future::join_all(listings.iter_mut().map(|l| l.run())).await;
+        for listing in listings {
+            for entry in listing.finish(out) {
+                let visible = entry.visible_name().to_string();
+                if self.by_visible.contains_key(&visible) {
+                    tracing::warn!(name = %visible, "a listed tool's name is taken by another tool; it is not offered");
+                    continue;
+                }
+                self.by_visible.insert(visible, self.entries.len());
+                self.entries.push(entry);
+            }
+        }
     }
 
     /// The same tools less those not in `offered` (upstream names): what one round of an

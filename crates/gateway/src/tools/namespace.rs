@@ -53,7 +53,7 @@ pub fn declare(mut decl: Value, param: &str) -> Result<Declared, ApiError> {
     let mut echo_members = Vec::new();
     for (j, m) in members.into_iter().enumerate() {
         let mp = format!("{param}.tools[{j}]");
-        let Declared { entries: mut e, echo } = match m.get("type").and_then(Value::as_str) {
+        let Declared { entries: mut e, echo, .. } = match m.get("type").and_then(Value::as_str) {
             Some("function") => function::declare(m, &mp, Some(&ns))?,
             Some("custom") => custom::declare(m, &mp, Some(&ns))?,
             _ => {
@@ -82,7 +82,7 @@ pub fn declare(mut decl: Value, param: &str) -> Result<Declared, ApiError> {
         echo_members.push(echo);
     }
     decl["tools"] = Value::Array(echo_members);
-    Ok(Declared { entries, echo: decl })
+    Ok(Declared { entries, echo: decl, discovery: None })
 }
 
 #[cfg(test)]

@@ -50,7 +50,7 @@ pub fn declare(decl: Value, param: &str, tool: Arc<dyn ServerTool>) -> Result<De
         param: param.to_string(),
         tool: Arc::new(ServerCustomTool { executor: tool }),
     };
-    Ok(Declared { entries: vec![entry], echo })
+    Ok(Declared { entries: vec![entry], echo, discovery: None })
 }
 
 /// A declared server tool and the executor its calls run on.

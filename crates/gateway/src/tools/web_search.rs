@@ -182,7 +182,7 @@ pub fn declare(decl: &Value, param: &str, kind: &str, ctx: &DeclareCtx<'_>) -> R
         param: param.to_string(),
         tool: Arc::new(WebSearchTool { options }),
     };
-    Ok(Declared { entries: vec![entry], echo })
+    Ok(Declared { entries: vec![entry], echo, discovery: None })
 }
 
 /// A declared web search: what each of its searches uses.

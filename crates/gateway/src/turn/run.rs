@@ -95,7 +95,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
     let info = TurnInfo { response_id: emitter.response().id.clone(), model: turn.upstream_model.clone(), streamed: emitter.has_sink() };
     observer.turn_started(&info);
     let mut first_token = false;
-    let Prepared { upstream_model, mut transcript, tools, mut sampling, max_output_tokens, max_tool_calls, include, executors, cancel, cancelled_by_client, .. } = turn;
+    let Prepared { upstream_model, mut transcript, mut tools, mut sampling, max_output_tokens, max_tool_calls, include, executors, cancel, cancelled_by_client, .. } = turn;
     let bind_ctx = BindCtx { executors: &executors, include: &include, native: false };
     let observed = Observed { observer, info: &info };
     // Chunks shown in earlier turns keep their numbers; this turn's continue after them.
@@ -104,6 +104,9 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
     let mut usage = Usage::default();
     let mut executed: u64 = 0;
     emitter.start();
+    // Tools known only now (MCP servers) are listed before the first round, each with its
+    // item; a server that fails to list offers nothing and the turn goes on.
+    Box::pin(tools.discover(emitter)).await;
     let mut choice = tools.choice.clone();
     let max_rounds = limits.max_rounds.max(1);
     let mut done_ctx = Ended { observer, info: &info, span: turn_span, started, rounds: 0, upstream_time: Duration::ZERO, tool_time: Duration::ZERO };

@@ -16,7 +16,8 @@
 #
 # Usage: bench/model-quirks.sh [--mode parser|text]... [--limit N]
 #   --mode M    only this setup (repeatable; default: parser and text)
-#   --limit N   the first N prompts of each category (a quick check)
+#   --limit N   the first N prompts of each category (N >= 1; a quick check once both
+#               gateways are built: on a fresh clone the two debug builds take ~35 min)
 # Environment:
 #   BEFORE_REF  the gateway before issue 17 (default: 81e9e49, the first parent of the
 #               merge of issue 17's first part, b4d503a)
@@ -26,7 +27,8 @@
 #   AFTER_BIN   use this binary instead of this checkout's (cargo build -p responses-gateway)
 #   BEFORE_DESC, AFTER_DESC: how the table names a given BEFORE_BIN / AFTER_BIN (default: its path)
 #   PYTHON, HEALTH_TIMEOUT: as for scripts/real-model.sh
-# Output: the Markdown table on stdout and in target/model-quirks/table.md; each turn in
+# Output: the Markdown table on stdout and in target/model-quirks/table.md (the modes of the
+#   latest run only: it is rewritten each run); each turn in
 #   target/model-quirks/<mode>.json (items, upstream requests, what the model wrote);
 #   logs in target/model-quirks/.
 set -euo pipefail
@@ -47,7 +49,9 @@ LIMIT=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --mode) case "${2:-}" in parser|text) MODES+=("$2") ;; *) die "--mode is parser or text" ;; esac; shift ;;
-    --limit) LIMIT=(--limit "${2:?--limit needs a value}"); shift ;;
+    --limit)
+      [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--limit needs a positive number of prompts"
+      LIMIT=(--limit "$2"); shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
   esac
@@ -55,9 +59,11 @@ while [[ $# -gt 0 ]]; do
 done
 (( ${#MODES[@]} )) || MODES=(parser text)
 
+RUN_PID=""
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
+  [[ -n "$RUN_PID" ]] && kill "$RUN_PID" 2>/dev/null
   stop_pid "$LLAMA_PID" llama.cpp
   exit "$rc"
 }
@@ -109,12 +115,17 @@ for mode in "${MODES[@]}"; do
   [[ "$mode" == text ]] && serve_args=(--skip-chat-parsing)
   LLAMA_PORT=""
   start_llama "$WORK/llama-$mode.log" "${serve_args[@]}"
+  # In the background and waited for: a TERM to this script runs its trap at once (which
+  # stops the run, its gateways and llama.cpp) instead of after the run.
   "$PY" bench/model_quirks/model_quirks.py run --mode "$mode" \
     --llama-url "http://127.0.0.1:$LLAMA_PORT" \
     --gateway "before=$BEFORE_BIN" --gateway "after=$AFTER_BIN" \
     --work "$WORK" --out "$WORK/$mode.json" "${LIMIT[@]}" \
     --meta "before=$BEFORE_DESC" --meta "after=$AFTER_DESC" \
-    --meta "model=SmolLM2-135M-Instruct Q4_1" --meta "xllamacpp=$XLLAMACPP"
+    --meta "model=SmolLM2-135M-Instruct Q4_1" --meta "xllamacpp=$XLLAMACPP" &
+  RUN_PID=$!
+  wait "$RUN_PID"
+  RUN_PID=""
   stop_pid "$LLAMA_PID" llama.cpp
   LLAMA_PID=""
   outputs+=("$WORK/$mode.json")

@@ -221,12 +221,20 @@ def stop(proc: subprocess.Popen) -> None:
 # ---------------------------------------------------------------- prompts and classification
 
 
+def positive(text: str) -> int:
+    """An argparse type: an integer of at least 1."""
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return n
+
+
 def load_cases(path: Path, limit: int | None) -> tuple[dict, list]:
     spec = json.loads(path.read_text())
     tools = spec["tools"]
     cases = []
     for cat, c in spec["categories"].items():
-        prompts = c["prompts"][:limit] if limit else c["prompts"]
+        prompts = c["prompts"][:limit] if limit is not None else c["prompts"]
         for i, p in enumerate(prompts):
             p = {"input": p} if isinstance(p, str) else p
             cases.append({
@@ -438,7 +446,7 @@ def main() -> int:
     r.add_argument("--llama-url", required=True, help="llama.cpp's base URL without /v1")
     r.add_argument("--gateway", action="append", required=True, help="NAME=BINARY, in order")
     r.add_argument("--prompts", default=str(HERE / "prompts.json"))
-    r.add_argument("--limit", type=int, default=None, help="first N prompts of each category")
+    r.add_argument("--limit", type=positive, default=None, help="first N prompts of each category (N >= 1)")
     r.add_argument("--work", required=True)
     r.add_argument("--out", required=True)
     r.add_argument("--meta", action="append", default=[], help="KEY=VALUE shown above the table")

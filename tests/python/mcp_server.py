@@ -13,8 +13,9 @@ Run as a script, it serves an `MCPServer` (mcp 2.x's name for FastMCP) over stre
 
 Every HTTP request to `/mcp` is recorded (method, headers, body, the JSON-RPC method) and served
 as JSON by `GET /_control/requests`; `POST /_control/reset` forgets them. `POST
-/_control/exit_after_list` makes the process exit right after it has answered its next
-`tools/list` (a server that goes away between listing and calling).
+/_control/exit_after_list` makes the process exit, without answering, when a `tools/call`
+arrives after it has answered a `tools/list` (a server that goes away between listing and
+calling; deterministic, whatever the timing of the call).
 
 Imported (by the tests), the module gives the test side: `McpServerProc` (the script as a child
 process), `GarbageServer` (200 with non-MCP bytes to every request) and `DownPort` (a port that
@@ -103,6 +104,7 @@ class Recorder:
         self.app = app
         self.requests: list[dict[str, Any]] = []
         self.exit_after_list = False
+        self.listed = False
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -131,6 +133,9 @@ class Recorder:
                         doc = None
                     if isinstance(doc, dict):
                         entry["rpc"] = doc.get("method")
+                    if self.exit_after_list and self.listed and entry["rpc"] == "tools/call":
+                        print("exiting at tools/call after tools/list, as asked", file=sys.stderr, flush=True)
+                        os._exit(0)
             return msg
 
         async def snd(msg: dict[str, Any]) -> None:
@@ -139,8 +144,7 @@ class Recorder:
             await send(msg)
             if (msg["type"] == "http.response.body" and not msg.get("more_body") and self.exit_after_list
                     and entry["rpc"] == "tools/list"):
-                print("exiting after tools/list, as asked", file=sys.stderr, flush=True)
-                asyncio.get_running_loop().call_later(0.05, os._exit, 0)
+                self.listed = True
 
         await self.app(scope, recv, snd)
 

@@ -579,7 +579,7 @@ def test_server_gone_between_listing_and_calling(env: McpEnv, upstream, tmp_path
         call = resp.output[1]
         assert isinstance(call, McpCall) and (call.status, call.output) == ("failed", None), sdk_dict(call)
         assert call.error is not None, sdk_dict(call)
-        assert not srv.proc.alive(), "the fixture server should have exited after listing"
+        assert not srv.proc.alive(), "the fixture server should have exited at the call"
     finally:
         srv.close()
 

@@ -25,10 +25,10 @@ use crate::upstream::redact::Secrets;
 /// The MCP servers this deployment allows, and the HTTP client that reaches them.
 #[derive(Debug, Clone)]
 pub struct McpServers {
-    allowed_urls: Vec<Url>,
+    allowed_urls: Vec<Prefix>,
     allowed_hosts: Vec<String>,
     allow_private: bool,
-    http: reqwest::Client,
+    http: Result<reqwest::Client, String>,
     connect: Duration,
     list: Duration,
     call: Duration,
@@ -46,23 +46,24 @@ impl McpServers {
         let allowed_urls = c
             .allowed_urls
             .iter()
-            .filter_map(|u| match Url::parse(u) {
-                Ok(url) => Some(url),
+            .filter_map(|u| match Prefix::parse(u) {
+                Ok(p) => Some(p),
                 Err(e) => {
                     tracing::warn!(url = %u, error = %e, "mcp.allowed_urls: not a URL; ignored");
                     None
                 }
             })
             .collect();
+        crate::crypto::install();
         let mut builder = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(Duration::from_millis(c.connect_timeout_ms.max(1)));
         if !c.allow_private {
             builder = builder.dns_resolver(Arc::new(PublicOnly));
         }
-        let http = builder.build().unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "the MCP HTTP client could not be built; using the default one");
-            reqwest::Client::new()
+        let http = builder.build().map_err(|e| {
+            tracing::warn!(error = %e, "the MCP HTTP client could not be built: MCP servers cannot be reached");
+            format!("the gateway's MCP client could not be built: {e}")
         });
         McpServers {
             allowed_urls,
@@ -92,7 +93,7 @@ impl McpServers {
             return Err("server_url must not hold credentials: use 'authorization' or 'headers'.".into());
         }
         let host = url.host_str().unwrap_or_default().to_ascii_lowercase();
-        let by_prefix = self.allowed_urls.iter().any(|p| url.as_str().starts_with(p.as_str()));
+        let by_prefix = self.allowed_urls.iter().any(|p| p.admits(&url));
         let by_host = self.allowed_hosts.iter().any(|h| match h.strip_prefix("*.") {
             Some(suffix) => host.ends_with(&format!(".{suffix}")),
             None => *h == host,
@@ -128,7 +129,7 @@ impl McpServers {
         if let Some(token) = authorization {
             config = config.auth_header(token);
         }
-        let transport = StreamableHttpClientTransport::with_client(self.http.clone(), config);
+        let transport = StreamableHttpClientTransport::with_client(self.http.clone()?, config);
         let info = ClientConfig::new(ClientCapabilities::default(), Implementation::new("responses-gateway", env!("CARGO_PKG_VERSION")));
         let service = match tokio::time::timeout(self.connect, info.serve(transport)).await {
             Ok(Ok(s)) => s,
@@ -136,6 +137,31 @@ impl McpServers {
             Err(_) => return Err(format!("the MCP server did not answer within {} ms", self.connect.as_millis())),
         };
         Ok(McpSession { service: Arc::new(service), secrets: Arc::new(secrets), list: self.list, call: self.call })
+    }
+}
+
+/// An `allowed_urls` entry: scheme, host and path prefix must match; the port too, unless
+/// the entry ends its host with `:` (any port, e.g. `http://127.0.0.1:`).
+#[derive(Debug, Clone)]
+struct Prefix {
+    url: Url,
+    any_port: bool,
+}
+
+impl Prefix {
+    fn parse(raw: &str) -> Result<Prefix, url::ParseError> {
+        let url = Url::parse(raw)?;
+        let authority_end = raw.find("://").map_or(0, |i| i + 3);
+        let authority = raw[authority_end..].split(['/', '?', '#']).next().unwrap_or_default();
+        Ok(Prefix { any_port: authority.ends_with(':'), url })
+    }
+
+    fn admits(&self, url: &Url) -> bool {
+        let p = &self.url;
+        url.scheme() == p.scheme()
+            && url.host_str().map(str::to_ascii_lowercase) == p.host_str().map(str::to_ascii_lowercase)
+            && (self.any_port || url.port_or_known_default() == p.port_or_known_default())
+            && url.path().starts_with(p.path())
     }
 }
 
@@ -325,6 +351,11 @@ mod tests {
         assert!(local.check_url("http://127.0.0.1:9000/mcp").unwrap_err().contains("allow_private"));
         assert!(local.check_url("http://localhost:9000/mcp").unwrap_err().contains("allow_private"));
         assert!(servers(&["http://127.0.0.1:"], &[], true).check_url("http://127.0.0.1:9000/mcp").is_ok());
+        let ports = servers(&["https://mcp.example.com:8443/", "http://127.0.0.1:"], &[], true);
+        assert!(ports.check_url("https://mcp.example.com:8443/mcp").is_ok());
+        assert!(ports.check_url("https://mcp.example.com/mcp").is_err(), "another port");
+        assert!(ports.check_url("http://127.0.0.1:1234/mcp").is_ok(), "any port");
+        assert!(ports.check_url("http://127.0.0.10:1234/mcp").is_err(), "another host");
         assert!(servers(&[], &[], true).check_url("http://127.0.0.1:9000/mcp").is_err(), "nothing allowed by default");
     }
 

@@ -379,7 +379,9 @@ mod tests {
 
     fn registry() -> Registry {
         let config = crate::config::mcp::McpConfig { allowed_urls: vec!["https://mcp.example.com/".into()], ..Default::default() };
-        Registry { mcp: Arc::new(McpServers::from_config(&config)), ..Registry::default() }
+        let mut r = Registry::default();
+        r.mcp = Arc::new(McpServers::from_config(&config));
+        r
     }
 
     fn param_of(tools: Value) -> Option<String> {

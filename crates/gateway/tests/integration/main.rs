@@ -21,6 +21,7 @@ mod file_search;
 mod fuzz;
 mod layering;
 mod leaked_calls;
+mod mcp;
 mod metrics;
 mod native_tools;
 mod observer;

@@ -1,0 +1,193 @@
+//! MCP tools against a real MCP server, the official Rust SDK's (`rmcp`) over streamable HTTP:
+//! listing, calls (ok, the tool's error, a schema error the server never sees, a timeout), a
+//! server that is down, and the URL policy (issue 18).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
+    ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use scripted_upstream::Script;
+use serde_json::{json, Value};
+
+use crate::common::{error_of, Harness};
+
+/// The test server: `echo` (read-only), `slow`, `fail` (an `isError` result) and `nested`
+/// (a nested schema); counts the calls it gets.
+#[derive(Clone, Default)]
+struct Demo {
+    calls: Arc<AtomicUsize>,
+}
+
+fn schema(v: Value) -> Arc<serde_json::Map<String, Value>> {
+    Arc::new(v.as_object().cloned().unwrap_or_default())
+}
+
+impl ServerHandler for Demo {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::default();
+        info.capabilities = ServerCapabilities::builder().enable_tools().build();
+        info
+    }
+
+    async fn list_tools(&self, _: Option<PaginatedRequestParams>, _: RequestContext<RoleServer>) -> Result<ListToolsResult, ErrorData> {
+        let text = json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]});
+        let mut echo = Tool::new("echo", "Echoes the text", schema(text.clone()));
+        echo.annotations = Some(ToolAnnotations::default().read_only(true));
+        let nested = json!({"type": "object", "required": ["config"], "properties": {"config": {"type": "object", "required": ["inner"],
+            "properties": {"inner": {"type": "object", "required": ["ids"], "properties": {"ids": {"type": "array", "items": {"type": "integer"}}}}}}}});
+        Ok(ListToolsResult::with_all_items(vec![
+            echo,
+            Tool::new("slow", "Sleeps", schema(json!({"type": "object", "properties": {"ms": {"type": "integer"}}}))),
+            Tool::new("fail", "Fails", schema(text)),
+            Tool::new("nested", "Takes a nested object", schema(nested)),
+        ]))
+    }
+
+    async fn call_tool(&self, req: CallToolRequestParams, _: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        let args = Value::Object(req.arguments.clone().unwrap_or_default());
+        let result = match req.name.as_ref() {
+            "echo" => CallToolResult::success(vec![ContentBlock::text(args["text"].as_str().unwrap_or_default().to_string())]),
+            "slow" => {
+                tokio::time::sleep(Duration::from_millis(args["ms"].as_u64().unwrap_or(2000))).await;
+                CallToolResult::success(vec![ContentBlock::text("slept")])
+            }
+            "fail" => CallToolResult::error(vec![ContentBlock::text(format!("failed: {}", args["text"].as_str().unwrap_or_default()))]),
+            "nested" => CallToolResult::success(vec![ContentBlock::text(format!("ids {}", args["config"]["inner"]["ids"]))]),
+            other => return Err(ErrorData::invalid_params(format!("no tool {other}"), None)),
+        };
+        Ok(CallToolResponse::Complete(result))
+    }
+}
+
+/// Serves [`Demo`] on 127.0.0.1 (a free port): its `/mcp` URL and its call counter.
+async fn mcp_server() -> (String, Arc<AtomicUsize>) {
+    let demo = Demo::default();
+    let calls = demo.calls.clone();
+    let service = StreamableHttpService::new(move || Ok(demo.clone()), Arc::new(LocalSessionManager::default()), StreamableHttpServerConfig::default());
+    let router = axum::Router::new().nest_service("/mcp", service);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    (format!("http://{addr}/mcp"), calls)
+}
+
+async fn gateway(call_timeout_ms: u64) -> Harness {
+    Harness::start_with(move |c| {
+        c.mcp.allowed_urls = vec!["http://127.0.0.1:".into()];
+        c.mcp.allow_private = true;
+        c.mcp.call_timeout_ms = call_timeout_ms;
+    })
+    .await
+}
+
+fn decl(url: &str) -> Value {
+    json!({"type": "mcp", "server_label": "demo", "server_url": url, "require_approval": "never"})
+}
+
+fn items<'a>(response: &'a Value, kind: &str) -> Vec<&'a Value> {
+    response["output"].as_array().unwrap().iter().filter(|i| i["type"] == kind).collect()
+}
+
+#[tokio::test]
+async fn listed_tools_are_called_and_shown_as_mcp_items() {
+    let (url, calls) = mcp_server().await;
+    let h = gateway(30_000).await;
+    h.upstream.push(Script::tool_call("demo__echo", r#"{"text":"hello"}"#));
+    h.upstream.push(Script::text(&["done"]));
+    let s = h.stream(json!({"model": "m", "input": "hi", "tools": [decl(&url)]})).await;
+    assert_eq!(s.terminal_type(), "response.completed");
+    let mcp: Vec<String> = s.types().into_iter().filter(|t| t.contains("mcp")).collect();
+    assert_eq!(
+        mcp,
+        [
+            "response.mcp_list_tools.in_progress",
+            "response.mcp_list_tools.completed",
+            "response.mcp_call.in_progress",
+            "response.mcp_call_arguments.delta",
+            "response.mcp_call_arguments.done",
+            "response.mcp_call.completed"
+        ]
+    );
+    let list = items(&s.response, "mcp_list_tools");
+    let names: Vec<&str> = list[0]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["echo", "slow", "fail", "nested"]);
+    assert_eq!(list[0]["tools"][0]["annotations"]["readOnlyHint"], true);
+    let call = items(&s.response, "mcp_call")[0];
+    assert_eq!((call["name"].as_str(), call["status"].as_str(), call["output"].as_str()), (Some("echo"), Some("completed"), Some("hello")));
+    assert_eq!(call["error"], Value::Null);
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    // The model saw each tool as a function with the server's schema, and read the output
+    // fenced as untrusted data.
+    let reqs = h.upstream.requests();
+    let offered: Vec<&str> = reqs[0].body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
+    assert_eq!(offered, ["demo__echo", "demo__slow", "demo__fail", "demo__nested"]);
+    assert_eq!(reqs[0].body["tools"][3]["function"]["parameters"]["properties"]["config"]["required"], json!(["inner"]));
+    let result = reqs[1].body["messages"].as_array().unwrap().iter().find(|m| m["role"] == "tool").unwrap()["content"].to_string();
+    assert!(result.contains("<untrusted_mcp_output>") && result.contains("hello"), "{result}");
+}
+
+#[tokio::test]
+async fn tool_errors_schema_errors_and_timeouts_are_for_the_model() {
+    let (url, calls) = mcp_server().await;
+    let h = gateway(300).await;
+    h.upstream.push(Script::tool_call("demo__fail", r#"{"text":"nope"}"#));
+    h.upstream.push(Script::tool_call("demo__nested", r#"{"config":{"inner":{"ids":["x"]}}}"#));
+    h.upstream.push(Script::tool_call("demo__slow", r#"{"ms":3000}"#));
+    h.upstream.push(Script::text(&["done"]));
+    let (status, body) = h.post(json!({"model": "m", "input": "hi", "tools": [decl(&url)]})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "completed");
+    let calls_out = items(&body, "mcp_call");
+    assert_eq!(calls_out.len(), 2, "the call with invalid arguments is not made: {body}");
+    assert_eq!((calls_out[0]["name"].as_str(), calls_out[0]["status"].as_str()), (Some("fail"), Some("failed")));
+    assert_eq!(calls_out[0]["error"]["type"], "mcp_tool_execution_error");
+    assert!(calls_out[0]["error"]["content"].to_string().contains("failed: nope"));
+    assert_eq!(calls_out[0]["output"], Value::Null);
+    assert_eq!((calls_out[1]["name"].as_str(), calls_out[1]["status"].as_str()), (Some("slow"), Some("failed")));
+    assert_eq!(calls_out[1]["error"]["type"], "mcp_protocol_error");
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "the server got fail and slow, not the invalid nested call");
+    let reqs = h.upstream.requests();
+    let tool_text = |i: usize| reqs[i].body["messages"].as_array().unwrap().iter().rev().find(|m| m["role"] == "tool").unwrap()["content"].to_string();
+    assert!(tool_text(1).contains("failed: nope"), "{}", tool_text(1));
+    assert!(tool_text(2).contains("do not match its schema"), "{}", tool_text(2));
+    assert!(tool_text(3).contains("timed out"), "{}", tool_text(3));
+}
+
+#[tokio::test]
+async fn a_server_that_is_down_is_a_failed_listing_and_the_turn_goes_on() {
+    let h = gateway(30_000).await;
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    h.upstream.push(Script::text(&["no tools"]));
+    let s = h.stream(json!({"model": "m", "input": "hi", "tools": [decl(&format!("http://{closed}/mcp"))]})).await;
+    assert_eq!(s.terminal_type(), "response.completed");
+    assert!(s.types().contains(&"response.mcp_list_tools.failed".to_string()));
+    let list = items(&s.response, "mcp_list_tools")[0];
+    assert!(list["error"].as_str().is_some_and(|e| !e.is_empty()), "{list}");
+    assert_eq!(list["tools"], json!([]));
+    assert!(h.upstream.requests()[0].body.get("tools").is_none_or(|t| t.as_array().is_some_and(Vec::is_empty)), "nothing offered");
+}
+
+#[tokio::test]
+async fn servers_outside_the_policy_are_refused_before_any_model_call() {
+    let (url, calls) = mcp_server().await;
+    // Allowed by URL but private, and private addresses are not allowed.
+    let h = Harness::start_with(|c| c.mcp.allowed_urls = vec!["http://127.0.0.1:".into()]).await;
+    let (status, body) = h.post(json!({"model": "m", "input": "hi", "tools": [decl(&url)]})).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(error_of(&body)["param"], "tools[0].server_url");
+    assert!(h.upstream.requests().is_empty());
+    // Not allowed at all (the default).
+    let h = Harness::start_with(|_| {}).await;
+    let (status, body) = h.post(json!({"model": "m", "input": "hi", "tools": [decl(&url)]})).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+}

@@ -699,3 +699,12 @@ def test_bad_declaration_is_a_400_naming_the_field(env: McpEnv, upstream, tools,
     assert body.get("code") != "unsupported_tool_type", f"the gateway refuses `type: mcp` altogether: {body}"
     assert upstream.requests() == [], "refused before any model call"
     assert env.server.requests() == [], "refused before connecting"
+
+
+@needs_gateway_mcp
+def test_background_with_mcp_credentials_is_refused(env: McpEnv, upstream):
+    """A background request is stored for its worker: one whose MCP tool carries headers or an
+    authorization is refused (400 naming the tool) instead of storing them."""
+    d = {**decl(env.server.url), "authorization": "tok-background-1"}
+    expect_400(env.client, "tools[0]", model=MODEL, input="x", tools=[d], background=True)
+    assert not upstream.requests()

@@ -145,6 +145,14 @@ impl Background {
     /// `streamed` run's log is kept in memory from the start, for [`Background::follow_new`].
     /// Errors: 429 when `background.max_queued` runs wait; the store's errors.
     pub async fn submit(&self, project: &str, body: &[u8], prepared: Prepared, streamed: bool) -> Result<Response, GatewayError> {
+        // The queued request is stored for the worker: an MCP server's credentials would be.
+        if let Some(i) = mcp_credentials_at(body) {
+            return Err(GatewayError::bad_request(
+                Some(format!("tools[{i}]")),
+                "An MCP tool with 'headers' or 'authorization' cannot run in the background: its request would be stored with them.".to_string(),
+            )
+            .with_code("unsupported_value"));
+        }
         let mut response = prepared.base.clone();
         // The check is done: a conversation lease taken by it is released now.
         drop(prepared);
@@ -618,6 +626,20 @@ impl Background {
             let _ = store.append_events(&id, seq, frames_of(&[EventKind::Failed { response: Box::new(parsed) }], seq)).await;
         }
     }
+}
+
+/// The index of the first `mcp` tool of the request `body` that carries credentials.
+fn mcp_credentials_at(body: &[u8]) -> Option<usize> {
+    #[derive(serde::Deserialize)]
+    struct Tools {
+        #[serde(default)]
+        tools: Vec<Value>,
+    }
+    let tools = serde_json::from_slice::<Tools>(body).ok()?.tools;
+    tools.iter().position(|t| {
+        t.get("type").and_then(Value::as_str) == Some("mcp")
+            && ["headers", "authorization"].iter().any(|k| t.get(*k).is_some_and(|v| !v.is_null()))
+    })
 }
 
 /// `snapshot` (a run's Response) with the output its logged `frames` hold, status kept.

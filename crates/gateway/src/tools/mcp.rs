@@ -36,7 +36,7 @@ struct Allowed {
 
 impl Allowed {
     fn admits(&self, tool: &ListedTool) -> bool {
-        self.names.as_ref().is_none_or(|n| n.iter().any(|x| *x == tool.name)) && (!self.read_only || tool.read_only)
+        self.names.as_ref().is_none_or(|n| n.contains(&tool.name)) && (!self.read_only || tool.read_only)
     }
 }
 

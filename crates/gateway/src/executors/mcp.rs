@@ -195,9 +195,11 @@ pub enum Called {
     /// The tool reported an error (`isError`): its text, and the item's `error` object
     /// (`mcp_tool_execution_error` with the content).
     ToolError(String, Value),
-    /// The call did not complete (transport, protocol, timeout): a message and the item's
-    /// `error` object (`mcp_protocol_error` or `http_error`).
+    /// The call did not complete (transport, protocol): a message and the item's `error`
+    /// object (`mcp_protocol_error`).
     Failed(String, Value),
+    /// No answer within the timeout: a message and the item's `error` object.
+    TimedOut(String, Value),
 }
 
 impl McpSession {
@@ -236,7 +238,7 @@ impl McpSession {
             }
             Err(_) => {
                 let message = format!("the MCP call took more than {} ms", timeout.as_millis());
-                return Called::Failed(message.clone(), json!({"type": "mcp_protocol_error", "code": -32001, "message": message}));
+                return Called::TimedOut(message.clone(), json!({"type": "mcp_protocol_error", "code": -32001, "message": message}));
             }
         };
         let text = content_text(&result.content, result.structured_content.as_ref());

@@ -229,7 +229,7 @@ impl Listing for McpListing {
                     native: None,
                 },
                 param: d.param.clone(),
-                tool: Arc::new(McpTool { label: d.label.clone(), name: t.name, session: session.clone(), servers: self.servers.clone() }),
+                tool: Arc::new(McpTool { label: d.label.clone(), name: t.name, session: session.clone(), call_timeout: self.servers.call_timeout() }),
             })
             .collect()
     }
@@ -266,7 +266,8 @@ struct McpTool {
     label: String,
     name: String,
     session: McpSession,
-    servers: Arc<McpServers>,
+    /// `mcp.call_timeout_ms`.
+    call_timeout: Duration,
 }
 
 impl Tool for McpTool {
@@ -289,7 +290,7 @@ impl Tool for McpTool {
             name: self.name.clone(),
             arguments: args.clone(),
             session: self.session.clone(),
-            call_timeout: self.servers.call_timeout(),
+            call_timeout: self.call_timeout,
             index: None,
             called: Arc::new(Mutex::new(None)),
         }))
@@ -332,7 +333,7 @@ impl Invocation for McpInvocation {
             let ran = match &called {
                 Called::Ok(text) => Ran { status: RunStatus::Ok, content: for_model(&label, &name, text), ..Ran::default() },
                 Called::ToolError(text, _) => Ran { status: RunStatus::Error, content: format!("error: the tool reported an error.\n{}", for_model(&label, &name, text)), ..Ran::default() },
-                Called::Failed(message, _) if message.contains("took more than") => Ran { status: RunStatus::Timeout, content: timed_out(timeout), ..Ran::default() },
+                Called::TimedOut(..) => Ran { status: RunStatus::Timeout, content: timed_out(timeout), ..Ran::default() },
                 Called::Failed(message, _) => Ran { status: RunStatus::Error, content: format!("error: {message}"), ..Ran::default() },
             };
             if let Ok(mut s) = slot.lock() {
@@ -347,7 +348,7 @@ impl Invocation for McpInvocation {
         let called = self.called.lock().ok().and_then(|mut s| s.take());
         let outcome = match called {
             Some(Called::Ok(text)) => Ok(text),
-            Some(Called::ToolError(_, error) | Called::Failed(_, error)) => Err(error),
+            Some(Called::ToolError(_, error) | Called::Failed(_, error) | Called::TimedOut(_, error)) => Err(error),
             // The turn's own timeout ended the run first.
             None => Err(json!({"type": "mcp_protocol_error", "code": -32001, "message": ran.content.trim_start_matches("error: ")})),
         };

@@ -118,7 +118,8 @@ impl McpServers {
     /// sending `headers` and `authorization` (as a bearer token) to that server only.
     /// Errors: a message without the credentials, for the item's `error`.
     pub async fn connect(&self, url: &Url, headers: &[(String, String)], authorization: Option<&str>) -> Result<McpSession, String> {
-        let secrets = Secrets::new(headers.iter().map(|(_, v)| v.clone()).chain(authorization.map(str::to_string)));
+        let query_values = url.query_pairs().map(|(_, v)| v.into_owned());
+        let secrets = Secrets::new(headers.iter().map(|(_, v)| v.clone()).chain(authorization.map(str::to_string)).chain(query_values));
         let mut custom = std::collections::HashMap::new();
         for (k, v) in headers {
             let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| format!("'{k}' is not a valid header name."))?;
@@ -133,7 +134,7 @@ impl McpServers {
         let info = ClientConfig::new(ClientCapabilities::default(), Implementation::new("responses-gateway", env!("CARGO_PKG_VERSION")));
         let service = match tokio::time::timeout(self.connect, info.serve(transport)).await {
             Ok(Ok(s)) => s,
-            Ok(Err(e)) => return Err(secrets.redact(&format!("could not connect to the MCP server: {e}"))),
+            Ok(Err(e)) => return Err(secrets.redact(&format!("could not connect to the MCP server: {}", root_cause(&e)))),
             Err(_) => return Err(format!("the MCP server did not answer within {} ms", self.connect.as_millis())),
         };
         Ok(McpSession { service: Arc::new(service), secrets: Arc::new(secrets), list: self.list, call: self.call })
@@ -208,7 +209,7 @@ impl McpSession {
     pub async fn list(&self) -> Result<Vec<ListedTool>, String> {
         let tools = match tokio::time::timeout(self.list, self.service.list_all_tools()).await {
             Ok(Ok(t)) => t,
-            Ok(Err(e)) => return Err(self.secrets.redact(&format!("listing the tools failed: {e}"))),
+            Ok(Err(e)) => return Err(self.secrets.redact(&format!("listing the tools failed: {}", root_cause(&e)))),
             Err(_) => return Err(format!("listing the tools took more than {} ms", self.list.as_millis())),
         };
         Ok(tools
@@ -233,7 +234,7 @@ impl McpSession {
         let result = match tokio::time::timeout(timeout, self.service.call_tool(params)).await {
             Ok(Ok(r)) => r,
             Ok(Err(e)) => {
-                let message = self.secrets.redact(&format!("the MCP call failed: {e}"));
+                let message = self.secrets.redact(&format!("the MCP call failed: {}", root_cause(&e)));
                 return Called::Failed(message.clone(), json!({"type": "mcp_protocol_error", "code": -32603, "message": message}));
             }
             Err(_) => {
@@ -250,6 +251,45 @@ impl McpSession {
     }
 }
 
+/// The innermost cause of an SDK error (e.g. "Connection refused (os error 111)"), without
+/// the transport's type names that the outer messages carry.
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = e;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    without_type_names(&cause.to_string())
+}
+
+/// `text` less the bracketed Rust type names the SDK's messages hold
+/// (`[rmcp::transport::worker::WorkerTransport<…>]`).
+fn without_type_names(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('[') {
+        let close = rest[open..].char_indices().scan(0i32, |depth, (i, c)| {
+            *depth += match c { '[' => 1, ']' => -1, _ => 0 };
+            Some((i, *depth))
+        }).find(|&(_, d)| d == 0).map(|(i, _)| open + i);
+        match close {
+            Some(close) if rest[open..close].contains("::") => {
+                out.push_str(rest[..open].trim_end());
+                rest = &rest[close + 1..];
+            }
+            _ => {
+                out.push_str(&rest[..=open]);
+                rest = &rest[open + 1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The longest text of a call result kept, in characters: the item's `output` and what the
+/// model reads are cut there (with a note of the length).
+pub const MAX_OUTPUT_CHARS: usize = 100_000;
+
 /// A call result's text: its text blocks joined by newlines; other blocks named by kind; the
 /// structured content as JSON when there is no block.
 fn content_text(content: &[ContentBlock], structured: Option<&Value>) -> String {
@@ -264,10 +304,11 @@ fn content_text(content: &[ContentBlock], structured: Option<&Value>) -> String 
             _ => "[content]".to_string(),
         })
         .collect();
-    if parts.is_empty() {
-        return structured.map(Value::to_string).unwrap_or_default();
+    let text = if parts.is_empty() { structured.map(Value::to_string).unwrap_or_default() } else { parts.join("\n") };
+    match text.char_indices().nth(MAX_OUTPUT_CHARS) {
+        Some((cut, _)) => format!("{}\n[output cut at {MAX_OUTPUT_CHARS} of {} characters]", &text[..cut], text.chars().count()),
+        None => text,
     }
-    parts.join("\n")
 }
 
 /// A resolver that keeps only public addresses: a host that resolves to none is refused.
@@ -369,6 +410,24 @@ mod tests {
         for ip in ["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "::ffff:8.8.8.8"] {
             assert!(is_public(ip.parse().unwrap()), "{ip}");
         }
+    }
+
+    #[test]
+    fn sdk_type_names_are_left_out_of_messages() {
+        assert_eq!(
+            without_type_names("Send message error Transport [rmcp::a::W<rmcp::b::C<reqwest::Client>>] error: refused [redacted]"),
+            "Send message error Transport error: refused [redacted]"
+        );
+        assert_eq!(without_type_names("a [b] c [x::y"), "a [b] c [x::y");
+    }
+
+    #[test]
+    fn long_outputs_are_cut() {
+        let long = "é".repeat(MAX_OUTPUT_CHARS + 5);
+        let text = content_text(&[ContentBlock::text(long)], None);
+        assert!(text.starts_with(&"é".repeat(MAX_OUTPUT_CHARS)) && text.ends_with(&format!("[output cut at {MAX_OUTPUT_CHARS} of {} characters]", MAX_OUTPUT_CHARS + 5)));
+        assert_eq!(content_text(&[ContentBlock::text("a"), ContentBlock::text("b")], None), "a\nb");
+        assert_eq!(content_text(&[], Some(&json!({"x": 1}))), r#"{"x":1}"#);
     }
 
     #[tokio::test]

@@ -73,9 +73,16 @@ impl LogGuard {
     }
 }
 
-/// `RUST_LOG`, else `info`.
+/// `RUST_LOG`, else `info`; the MCP SDK's own lines are off unless `RUST_LOG` names `rmcp`
+/// (they hold a request's `server_url` whole, query values included; the gateway logs MCP
+/// failures itself, redacted).
 fn env_filter() -> EnvFilter {
-    EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new("info"))
+    let given = std::env::var("RUST_LOG").ok().filter(|v| !v.trim().is_empty());
+    let filter = given.as_deref().map_or_else(|| EnvFilter::new("info"), EnvFilter::new);
+    match (given.as_deref().is_some_and(|v| v.contains("rmcp")), "rmcp=off".parse()) {
+        (false, Ok(off)) => filter.add_directive(off),
+        _ => filter,
+    }
 }
 
 /// The stderr layer in `format`: text (colored on a terminal), or one JSON object per line

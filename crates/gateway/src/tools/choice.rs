@@ -28,7 +28,8 @@ pub fn resolve(v: Option<&Value>, set: &ToolSet) -> Result<(ToolChoice, Value), 
             "none" => Ok((ToolChoice::None, v.clone())),
             "auto" => Ok((ToolChoice::Auto, v.clone())),
             "required" => {
-                if set.entries().is_empty() {
+                // MCP servers' tools are known only once listed: they count.
+                if set.entries().is_empty() && set.discoveries.is_empty() {
                     return Err(ApiError::invalid(
                         Some("tool_choice".to_string()),
                         "tool_choice 'required' needs at least one tool in 'tools'.",

@@ -18,7 +18,9 @@ use sha2::{Digest, Sha256};
 
 use super::duties::{timed_out, Discovery, Listing};
 use super::{opt_str, BindCtx, CallItem, DeclareCtx, Declared, Finished, Invocation, Owner, Ran, RunStatus, Tool, ToolEntry, ToolType, UpstreamTool};
-use crate::events::file_citations::FileSources;
+use crate::events::file_citations::{FileSource, FileSources};
+use crate::transcript::{Call, Replayed};
+use protocol::input::InputItem;
 use crate::events::Emitter;
 use crate::executors::mcp::{Called, ListedTool, McpServers, McpSession};
 
@@ -43,6 +45,24 @@ impl Allowed {
 impl ToolType for McpType {
     fn types(&self) -> &'static [&'static str] {
         &["mcp"]
+    }
+
+    /// An `mcp_call` of the input (a replayed output) is the call the model made, under its
+    /// function name, and the result it read; other MCP items are left out.
+    fn replay(&self, item: &InputItem, _: &mut Vec<FileSource>) -> Option<Replayed> {
+        let InputItem::Other { kind, raw } = item else { return None };
+        if kind != "mcp_call" {
+            return None;
+        }
+        let text = |k: &str| raw.get(k).and_then(Value::as_str);
+        let (id, label, name) = (text("id")?, text("server_label")?, text("name")?);
+        let result = match (text("output"), raw.get("error").filter(|e| !e.is_null())) {
+            (Some(output), None) => for_model(label, name, output),
+            (_, Some(error)) => format!("error: the MCP call failed: {}", error.get("message").and_then(Value::as_str).map_or_else(|| error.to_string(), str::to_string)),
+            (None, None) => return None,
+        };
+        let call = Call { call_id: id.to_string(), name: visible_name(label, name), arguments: text("arguments").unwrap_or("{}").to_string() };
+        Some(Replayed { call, result: Some(result), private_key: None })
     }
 
     /// Validates the declaration (400s name the field): `server_label` (1–64 of
@@ -88,6 +108,15 @@ impl ToolType for McpType {
                 .collect::<Result<_, _>>()?,
             Some(_) => return Err(invalid("headers", "headers must be an object of strings.".into())),
         };
+        // What the HTTP client would refuse at connect time is a 400 now.
+        for (k, v) in &headers {
+            if reqwest::header::HeaderName::from_bytes(k.as_bytes()).is_err() || reqwest::header::HeaderValue::from_str(v).is_err() {
+                return Err(invalid("headers", format!("Header '{}' is not a valid HTTP header name and value.", k.escape_debug())));
+            }
+        }
+        if authorization.as_deref().is_some_and(|a| reqwest::header::HeaderValue::from_str(&format!("Bearer {a}")).is_err()) {
+            return Err(invalid("authorization", "authorization must be a token without line breaks or control characters.".into()));
+        }
         let allowed = allowed_tools(decl.get("allowed_tools")).map_err(|m| invalid("allowed_tools", m))?;
         check_approval(decl.get("require_approval")).map_err(|(code, m)| invalid("require_approval", m).with_code(code))?;
         let mut echo = decl;
@@ -406,10 +435,16 @@ mod tests {
         assert_eq!(param_of(with("server_label", json!("a b"))).as_deref(), Some("tools[0].server_label"));
         assert_eq!(param_of(with("server_url", json!("https://elsewhere.example.com/mcp"))).as_deref(), Some("tools[0].server_url"));
         assert_eq!(param_of(with("headers", json!({"a": 1}))).as_deref(), Some("tools[0].headers"));
+        assert_eq!(param_of(with("headers", json!({"X Y\n": "v"}))).as_deref(), Some("tools[0].headers"));
+        assert_eq!(param_of(with("headers", json!({"X-Y": "a\r\nInjected: 1"}))).as_deref(), Some("tools[0].headers"));
+        assert_eq!(param_of(with("authorization", json!("x\r\ny"))).as_deref(), Some("tools[0].authorization"));
         assert_eq!(param_of(with("allowed_tools", json!("a"))).as_deref(), Some("tools[0].allowed_tools"));
         assert_eq!(param_of(with("require_approval", json!("sometimes"))).as_deref(), Some("tools[0].require_approval"));
         assert_eq!(param_of(with("require_approval", json!(null))).as_deref(), Some("tools[0].require_approval"));
         assert_eq!(param_of(json!([ok.clone(), ok])).as_deref(), Some("tools[1].server_label"), "labels are unique");
+        // Its tools are known only once listed: a required choice is not refused for lack of tools.
+        let required = ToolSet::build(vec![json!({"type":"mcp","server_label":"d","server_url":"https://mcp.example.com/m","require_approval":"never"})], Some(&json!("required")), &registry(), &UpstreamCaps::default());
+        assert!(required.is_ok(), "{:?}", required.err());
     }
 
     #[test]

@@ -139,15 +139,15 @@ pub fn build(
                     t.entries.push(Entry::Upstream(item));
                 }
             }
-            InputItem::Other { .. } => {}
             InputItem::ItemReference { id } => {
                 return Err(ApiError::invalid(
                     param,
                     format!("Item with id '{id}' not found: item references need a stored response."),
                 ))
             }
-            // A gateway tool's item (`web_search_call`, `file_search_call`): its call and the
-            // result the model read. A private result stored with the item (a stored turn's
+            // A gateway tool's item (`web_search_call`, `file_search_call`, an `mcp_call`,
+            // which the input keeps as an item of another type): its call and the result the
+            // model read; items no tool type replays are left out. A private result stored with the item (a stored turn's
             // search results) comes back as the model saw it, if the replayed item still asks
             // what the stored one asked; else the result is rebuilt from the item (lossy).
             hosted => {

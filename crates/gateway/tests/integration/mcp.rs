@@ -174,6 +174,12 @@ async fn a_server_that_is_down_is_a_failed_listing_and_the_turn_goes_on() {
     assert!(list["error"].as_str().is_some_and(|e| !e.is_empty()), "{list}");
     assert_eq!(list["tools"], json!([]));
     assert!(h.upstream.requests()[0].body.get("tools").is_none_or(|t| t.as_array().is_some_and(Vec::is_empty)), "nothing offered");
+    // A query value of the URL (a token, often) is redacted from the item's error.
+    h.upstream.push(Script::text(&["no tools"]));
+    let (_, body) = h.post(json!({"model": "m", "input": "hi", "tools": [decl(&format!("http://{closed}/mcp?key=SECRETQ123"))]})).await;
+    let error = items(&body, "mcp_list_tools")[0]["error"].as_str().unwrap_or_default().to_string();
+    assert!(!error.is_empty() && !error.contains("SECRETQ123"), "{error}");
+    assert!(!error.contains("rmcp::"), "the cause, not the SDK's type names: {error}");
 }
 
 #[tokio::test]

@@ -197,3 +197,25 @@ async fn servers_outside_the_policy_are_refused_before_any_model_call() {
     assert_eq!(status, 400, "{body}");
     assert_eq!(calls.load(Ordering::SeqCst), 0);
 }
+
+#[tokio::test]
+async fn a_replayed_mcp_call_is_the_call_and_the_result_the_model_read() {
+    let (url, _) = mcp_server().await;
+    let h = gateway(30_000).await;
+    h.upstream.push(Script::text(&["ok"]));
+    let input = json!([
+        {"role": "user", "content": "echo earlier"},
+        {"type": "mcp_list_tools", "id": "mcpl_1", "server_label": "demo", "tools": [], "error": null},
+        {"type": "mcp_call", "id": "mcp_1", "server_label": "demo", "name": "echo", "arguments": "{\"text\":\"earlier\"}",
+         "output": "earlier", "error": null, "status": "completed"},
+        {"role": "user", "content": "and now?"}
+    ]);
+    let (status, body) = h.post(json!({"model": "m", "input": input, "tools": [decl(&url)], "store": false})).await;
+    assert_eq!(status, 200, "{body}");
+    let messages = h.upstream.requests()[0].body["messages"].as_array().unwrap().clone();
+    let call = messages.iter().find(|m| m["role"] == "assistant").expect("the replayed call");
+    assert_eq!(call["tool_calls"][0]["function"]["name"], "demo__echo");
+    assert_eq!(call["tool_calls"][0]["function"]["arguments"], "{\"text\":\"earlier\"}");
+    let result = messages.iter().find(|m| m["role"] == "tool").expect("its result")["content"].to_string();
+    assert!(result.contains("<untrusted_mcp_output>") && result.contains("earlier"), "{result}");
+}

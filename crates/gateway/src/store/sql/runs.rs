@@ -39,35 +39,22 @@ impl SqlStore {
              SELECT $1, $2, $3, 'queued', $4, $5 WHERE (SELECT COUNT(*) FROM runs WHERE status = 'queued') < $6";
         let max = i64::try_from(max_queued).unwrap_or(i64::MAX);
         let array = serde_json::to_string(&frames).map_err(|e| StoreError::Other(e.to_string()))?;
-        if self.backend == BackendKind::Postgres && !frames.is_empty() {
-            let sql = format!(
+        let one_statement = self.backend == BackendKind::Postgres && !frames.is_empty();
+        let sql = if one_statement {
+            format!(
                 "WITH r AS ({RUN} RETURNING response_id) INSERT INTO response_events (response_id, seq, frame) \
                  SELECT r.response_id, f.n - 1, f.frame FROM r, json_array_elements_text(CAST($7 AS json)) WITH ORDINALITY AS f(frame, n)"
-            );
-            let done = sqlx::query(&sql)
-                .bind(id)
-                .bind(project)
-                .bind(now_ms())
-                .bind(request)
-                .bind(response)
-                .bind(max)
-                .bind(array)
-                .execute(&self.pool)
-                .await
-                .map_err(db_err)?;
+            )
+        } else {
+            RUN.to_string()
+        };
+        let run = sqlx::query(&sql).bind(id).bind(project).bind(now_ms()).bind(request).bind(response).bind(max);
+        if one_statement {
+            let done = run.bind(array).execute(&self.pool).await.map_err(db_err)?;
             return Ok(done.rows_affected() > 0);
         }
         let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let done = sqlx::query(RUN)
-            .bind(id)
-            .bind(project)
-            .bind(now_ms())
-            .bind(request)
-            .bind(response)
-            .bind(max)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
+        let done = run.execute(&mut *tx).await.map_err(db_err)?;
         if done.rows_affected() == 0 {
             tx.rollback().await.map_err(db_err)?;
             return Ok(false);

@@ -23,6 +23,7 @@ client and passes regardless.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
@@ -140,24 +141,33 @@ def mcp_server(tmp_path_factory: pytest.TempPathFactory):
     srv.close()
 
 
-@pytest.fixture(scope="module")
-def mcp_env(mcp_server: M.McpServerProc, upstream_server: harness.Upstream, tmp_path_factory: pytest.TempPathFactory):
-    logs = tmp_path_factory.mktemp("mcp-gateway")
+@contextlib.contextmanager
+def mcp_environment(mcp_server: M.McpServerProc, upstream_server: harness.Upstream, logs: Path, name: str, **extra: str):
+    """The fault fixtures and an MCP-enabled gateway (with `extra` environment) as an McpEnv;
+    a gateway that does not start is reported by every test that needs it."""
     garbage, down = M.GarbageServer(), M.DownPort()
     gw, err = None, None
     try:
-        # The gateway's own crate at debug, so the secret scan also covers its debug logging.
-        gw = start_mcp_gateway(upstream_server, logs, RUST_LOG="info,responses_gateway=debug")
+        # The gateway's own crate at debug, so the secret scans also cover its debug logging.
+        gw = start_mcp_gateway(upstream_server, logs, RUST_LOG="info,responses_gateway=debug", **extra)
     except Exception as e:  # noqa: BLE001  (reported by every test that needs it)
         err = f"{type(e).__name__}: {e}"
     env = McpEnv(mcp_server, garbage, down, logs, gw, err)
     if gw is not None:
-        _register("mcp-gateway", gw.proc)
-    yield env
-    _register("mcp-gateway", None)
-    env.close()
-    garbage.close()
-    down.close()
+        _register(name, gw.proc)
+    try:
+        yield env
+    finally:
+        _register(name, None)
+        env.close()
+        garbage.close()
+        down.close()
+
+
+@pytest.fixture(scope="module")
+def mcp_env(mcp_server: M.McpServerProc, upstream_server: harness.Upstream, tmp_path_factory: pytest.TempPathFactory):
+    with mcp_environment(mcp_server, upstream_server, tmp_path_factory.mktemp("mcp-gateway"), "mcp-gateway") as env:
+        yield env
 
 
 @pytest.fixture

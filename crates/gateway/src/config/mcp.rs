@@ -1,6 +1,8 @@
 //! `[mcp]`: where a request's MCP servers may be (issue 18 "Security") and how long the
 //! gateway waits for them (issue 18 "Transport").
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 /// `[mcp]`.
@@ -23,6 +25,24 @@ pub struct McpConfig {
     pub list_timeout_ms: u64,
     /// One `tools/call`, milliseconds. Default 30000.
     pub call_timeout_ms: u64,
+    /// `[mcp.servers.<server_label>]`: servers the operator configures. A request names one
+    /// by its `server_label` alone; its URL and credentials are used and never shown.
+    pub servers: BTreeMap<String, McpServerConfig>,
+}
+
+/// `[mcp.servers.<server_label>]`: one operator-configured MCP server (issue 18
+/// "Declaration"). Its URL is trusted: neither `allowed_urls` nor `allow_private` applies.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct McpServerConfig {
+    /// The server's streamable-HTTP endpoint, e.g. `"http://10.0.0.5:8000/mcp"`.
+    pub url: String,
+    /// Given to the model with each of its tools when the request gives none.
+    pub description: Option<String>,
+    /// The environment variable holding a bearer token sent as `Authorization`.
+    pub authorization_env: Option<String>,
+    /// Headers sent to this server: header name → the environment variable holding its value.
+    pub headers_env: BTreeMap<String, String>,
 }
 
 impl Default for McpConfig {
@@ -34,6 +54,7 @@ impl Default for McpConfig {
             connect_timeout_ms: 5_000,
             list_timeout_ms: 10_000,
             call_timeout_ms: 30_000,
+            servers: BTreeMap::new(),
         }
     }
 }

@@ -1,4 +1,5 @@
-//! The emitter's events for MCP items (contract §8.4 f): `mcp_list_tools` and `mcp_call`.
+//! The emitter's events for MCP items (contract §8.4 f): `mcp_list_tools`, `mcp_call` and
+//! `mcp_approval_request`.
 
 use protocol::events::EventKind;
 use protocol::output::{ItemStatus, McpToolInfo, OutputItem};
@@ -79,5 +80,17 @@ impl Emitter {
         };
         let item = OutputItem::McpCall { id, server_label, name, arguments, output, error, status, approval_request_id };
         self.emit(EventKind::OutputItemDone { output_index, item });
+    }
+
+    /// Adds an `mcp_approval_request` (`output_item.added`, then `.done`: it has no
+    /// sub-events, contract §8.4 f) for a call of `name` with `arguments` (JSON text).
+    /// Returns its id (`mcpr_…`), which the client's `mcp_approval_response` names.
+    pub fn mcp_approval_request(&mut self, server_label: &str, name: &str, arguments: &str) -> String {
+        let output_index = self.next_index();
+        let id = new_id("mcpr");
+        let item = OutputItem::McpApprovalRequest { id: id.clone(), server_label: server_label.to_string(), name: name.to_string(), arguments: arguments.to_string() };
+        self.emit(EventKind::OutputItemAdded { output_index, item: item.clone() });
+        self.emit(EventKind::OutputItemDone { output_index, item });
+        id
     }
 }

@@ -13,20 +13,80 @@ fn not_found(name: &str) -> ApiError {
     )
 }
 
+/// A `tool_choice` that names MCP tools, whose model-visible names are known only once
+/// their server is listed (issue 18 "Security": `{type:"mcp", server_label, name?}`, and
+/// MCP entries of `allowed_tools`). [`expand`] resolves it after the listing.
+#[derive(Debug, Clone)]
+pub enum Deferred {
+    /// Forces a call of the tool `name` of the server, or of any of its tools.
+    Mcp { label: String, name: Option<String> },
+    /// `allowed_tools` with the names resolved already and the MCP entries `(label, name?)`.
+    Allowed { required: bool, names: Vec<String>, servers: Vec<(String, Option<String>)> },
+}
+
+/// The choice a [`Deferred`] stands for, given each server's listed tools as `(name,
+/// model-visible name)` by label. A named MCP tool that was not listed (or a server that
+/// listed none) does not force anything: `auto`, with a warning.
+pub fn expand(deferred: &Deferred, listed: &std::collections::HashMap<String, Vec<(String, String)>>) -> ToolChoice {
+    let visible = |label: &str, name: &Option<String>| -> Vec<String> {
+        listed
+            .get(label)
+            .map(|tools| tools.iter().filter(|(n, _)| name.as_ref().is_none_or(|w| w == n)).map(|(_, v)| v.clone()).collect())
+            .unwrap_or_default()
+    };
+    match deferred {
+        Deferred::Mcp { label, name } => {
+            let names = visible(label, name);
+            match (name, names.as_slice()) {
+                (_, []) => {
+                    tracing::warn!(server_label = %label, "tool_choice names an MCP tool that was not listed; it is not forced");
+                    ToolChoice::Auto
+                }
+                (Some(_), [one]) => ToolChoice::Named(one.clone()),
+                _ => ToolChoice::Allowed { required: true, names },
+            }
+        }
+        Deferred::Allowed { required, names, servers } => {
+            let mut all = names.clone();
+            for (label, name) in servers {
+                all.extend(visible(label, name));
+            }
+            ToolChoice::Allowed { required: *required, names: all }
+        }
+    }
+}
+
+/// An MCP entry of a `tool_choice`: `(server_label, name?)` of a declared server, else 400.
+fn mcp_entry(o: &serde_json::Map<String, Value>, set: &ToolSet) -> Result<(String, Option<String>), ApiError> {
+    let label = o.get("server_label").and_then(Value::as_str).ok_or_else(|| {
+        ApiError::invalid(Some("tool_choice".to_string()), "An MCP tool choice needs its 'server_label'.").with_code("missing_required_parameter")
+    })?;
+    if !set.discoveries.iter().any(|d| d.label() == label) {
+        return Err(not_found(label));
+    }
+    let name = match o.get("name") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(n)) => Some(n.clone()),
+        Some(_) => return Err(ApiError::invalid(Some("tool_choice".to_string()), "Invalid value for 'tool_choice': 'name' must be a string.").with_code("invalid_type")),
+    };
+    Ok((label.to_string(), name))
+}
+
 /// Resolves `tool_choice` against `set`. Naming an undeclared tool → 400 with
-/// `param: "tool_choice"` (contract §3). Returns the choice and its echo.
-pub fn resolve(v: Option<&Value>, set: &ToolSet) -> Result<(ToolChoice, Value), ApiError> {
+/// `param: "tool_choice"` (contract §3). Returns the choice, its echo, and what waits for
+/// MCP listings ([`Deferred`]; the choice is then `required` until [`expand`]).
+pub fn resolve(v: Option<&Value>, set: &ToolSet) -> Result<(ToolChoice, Value, Option<Deferred>), ApiError> {
     let invalid = || {
         ApiError::invalid(Some("tool_choice".to_string()), "Invalid value for 'tool_choice'.")
             .with_code("invalid_value")
     };
     let Some(v) = v.filter(|v| !v.is_null()) else {
-        return Ok((ToolChoice::Auto, json!("auto")));
+        return Ok((ToolChoice::Auto, json!("auto"), None));
     };
     match v {
         Value::String(s) => match s.as_str() {
-            "none" => Ok((ToolChoice::None, v.clone())),
-            "auto" => Ok((ToolChoice::Auto, v.clone())),
+            "none" => Ok((ToolChoice::None, v.clone(), None)),
+            "auto" => Ok((ToolChoice::Auto, v.clone(), None)),
             "required" => {
                 // MCP servers' tools are known only once listed: they count.
                 if set.entries().is_empty() && set.discoveries.is_empty() {
@@ -35,7 +95,7 @@ pub fn resolve(v: Option<&Value>, set: &ToolSet) -> Result<(ToolChoice, Value), 
                         "tool_choice 'required' needs at least one tool in 'tools'.",
                     ));
                 }
-                Ok((ToolChoice::Required, v.clone()))
+                Ok((ToolChoice::Required, v.clone(), None))
             }
             _ => Err(invalid()),
         },
@@ -52,11 +112,25 @@ pub fn resolve(v: Option<&Value>, set: &ToolSet) -> Result<(ToolChoice, Value), 
                         return Err(invalid());
                     };
                     let mut names = Vec::new();
+                    let mut servers = Vec::new();
                     for t in tools {
-                        let entry = declared(t.as_object().ok_or_else(invalid)?, set)?;
+                        let t = t.as_object().ok_or_else(invalid)?;
+                        if t.get("type").and_then(Value::as_str) == Some("mcp") {
+                            servers.push(mcp_entry(t, set)?);
+                            continue;
+                        }
+                        let entry = declared(t, set)?;
                         names.push(entry.visible_name().to_string());
                     }
-                    Ok((ToolChoice::Allowed { required, names }, v.clone()))
+                    if servers.is_empty() {
+                        return Ok((ToolChoice::Allowed { required, names }, v.clone(), None));
+                    }
+                    let choice = ToolChoice::Allowed { required, names: names.clone() };
+                    Ok((choice, v.clone(), Some(Deferred::Allowed { required, names, servers })))
+                }
+                "mcp" => {
+                    let (label, name) = mcp_entry(o, set)?;
+                    Ok((ToolChoice::Required, v.clone(), Some(Deferred::Mcp { label, name })))
                 }
                 t => {
                     let entry = declared(o, set)?;
@@ -68,7 +142,7 @@ pub fn resolve(v: Option<&Value>, set: &ToolSet) -> Result<(ToolChoice, Value), 
                     } else {
                         v.clone()
                     };
-                    Ok((ToolChoice::Named(entry.visible_name().to_string()), echo))
+                    Ok((ToolChoice::Named(entry.visible_name().to_string()), echo, None))
                 }
             }
         }

@@ -25,7 +25,7 @@ use crate::events::citations::Source;
 use crate::events::file_citations::{FileSource, FileSources};
 use crate::events::Emitter;
 use crate::executors::Registry;
-use crate::transcript::Replayed;
+use crate::transcript::{Recorded, Replayed};
 
 /// What declaring a tool needs besides the declaration: the deployment's executors.
 #[derive(Debug, Clone, Copy)]
@@ -53,22 +53,32 @@ pub struct Declared {
 
 /// Duty 0 of a declaration whose tools are listed at run time (an MCP server, issue 18
 /// "Listing"): before the first round every discovery starts (its item is added), all run
-/// at once, then each finishes in declaration order and gives its tools.
+/// at once, then each finishes in declaration order and gives its tools. A label whose
+/// listing the history holds (a continuation) reuses it: no item, no listing.
 pub trait Discovery: Send + Sync + Debug {
     /// What names it, unique per request (an MCP `server_label`).
     fn label(&self) -> &str;
     /// The declaration's field that names it, e.g. `server_label` (a duplicate's 400).
     fn label_field(&self) -> &'static str;
-    /// Adds its item to the output and returns the listing to run.
-    fn start(&self, out: &mut Emitter) -> Box<dyn Listing>;
+    /// Adds its item to the output and returns the listing to run; with `known` (the
+    /// tools the history lists for its label) adds nothing and the listing gives those.
+    fn start(&self, out: &mut Emitter, known: Option<&Value>) -> Box<dyn Listing>;
+}
+
+/// What a finished listing gives: the tools the model may call and, for a listing made
+/// now that succeeded, the tools as its item has them (kept for reuse).
+#[derive(Debug, Default)]
+pub struct Discovered {
+    pub entries: Vec<ToolEntry>,
+    pub listing: Option<Value>,
 }
 
 /// One listing in progress ([`Discovery::start`]).
 pub trait Listing: Send {
     /// Lists (connecting first); never fails: a failure is kept for [`Listing::finish`].
     fn run(&mut self) -> BoxFuture<'_, ()>;
-    /// Completes the item; the tools found, as entries the model may call.
-    fn finish(self: Box<Self>, out: &mut Emitter) -> Vec<ToolEntry>;
+    /// Completes the item; the tools found.
+    fn finish(self: Box<Self>, out: &mut Emitter) -> Discovered;
 }
 
 /// One Responses tool type (contract §2), the request-independent side of its duties.
@@ -88,6 +98,11 @@ pub trait ToolType: Send + Sync + Debug {
     /// The id under which an item of this type keeps a private result (results not on the
     /// wire, e.g. web search's), so that its replay restores them; `None` by default.
     fn private_result_id<'i>(&self, _item: &'i InputItem) -> Option<&'i str> {
+        None
+    }
+    /// The state an input item of this type records (a listing, an approval request or
+    /// response; [`Recorded`]); `None` for other items.
+    fn record(&self, _item: &InputItem) -> Option<Recorded> {
         None
     }
 }
@@ -128,6 +143,16 @@ pub trait Tool: Send + Sync + Debug {
     /// True when the answer's `【N】` markers name this tool's chunks (file citations).
     fn cites_files(&self) -> bool {
         false
+    }
+    /// True when a call must be approved by the user before it runs (issue 18
+    /// "Approvals"): the turn then asks ([`Tool::request_approval`]) instead of binding it.
+    fn needs_approval(&self) -> bool {
+        false
+    }
+    /// Adds the item that asks the user to approve a call with `arguments` (JSON text) and
+    /// returns its id, which the approval response names; `None` when the tool asks none.
+    fn request_approval(&self, _arguments: &str, _out: &mut Emitter) -> Option<String> {
+        None
     }
 }
 
@@ -200,6 +225,8 @@ pub trait Invocation: Send {
     /// The Responses tool type and where the call runs (for the observer), e.g.
     /// `("web_search", "http")`.
     fn labels(&self) -> (&'static str, String);
+    /// Runs under the approval request `request_id` (its item names it).
+    fn under_approval(&mut self, _request_id: &str) {}
     /// Adds the call's item (after a progress message, which only streams show).
     fn start(&mut self, out: &mut Emitter);
     /// Runs the call on its executor, within `timeout`.

@@ -14,7 +14,7 @@ pub mod replay;
 pub mod server_custom;
 pub mod web_search;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use protocol::ApiError;
@@ -22,7 +22,7 @@ use serde_json::Value;
 
 pub use crate::upstream::{ToolChoice, UpstreamTool};
 
-pub use duties::{BindCtx, CallItem, DeclareCtx, Declared, Discovery, Finished, Invocation, Listing, Ran, ResolveCtx, RunStatus, Tool, ToolType};
+pub use duties::{BindCtx, CallItem, DeclareCtx, Declared, Discovered, Discovery, Finished, Invocation, Listing, Ran, ResolveCtx, RunStatus, Tool, ToolType};
 
 use crate::error::GatewayError;
 use crate::events::Emitter;
@@ -112,6 +112,8 @@ pub struct ToolSet {
     pub choice_echo: Value,
     /// Declarations whose tools are listed when the turn runs ([`ToolSet::discover`]).
     discoveries: Vec<Arc<dyn Discovery>>,
+    /// A choice naming tools known once listed ([`choice::Deferred`]).
+    deferred_choice: Option<choice::Deferred>,
 }
 
 impl ToolSet {
@@ -169,9 +171,10 @@ impl ToolSet {
             }
             set.echo.push(echo);
         }
-        let (choice, echo) = choice::resolve(tool_choice, &set)?;
+        let (choice, echo, deferred) = choice::resolve(tool_choice, &set)?;
         set.choice = choice;
         set.choice_echo = echo;
+        set.deferred_choice = deferred;
         Ok(set)
     }
 
@@ -191,24 +194,36 @@ impl ToolSet {
 
     /// Lists the tools of the declarations known only at run time (MCP servers, issue 18
     /// "Listing"): every listing's item is added, they run at once, then each is finished
-    /// in declaration order and its tools join the set. A tool whose model-visible name is
-    /// taken already is left out (with a warning). Before the first round only.
-    pub async fn discover(&mut self, out: &mut Emitter) {
+    /// in declaration order and its tools join the set. A label `listings` holds (the
+    /// history's) is reused, not listed; a fresh listing is added to `listings`. A tool whose
+    /// model-visible name is taken already is left out (with a warning). A `tool_choice`
+    /// naming listed tools is resolved now. Before the first round only.
+    pub async fn discover(&mut self, out: &mut Emitter, listings: &mut BTreeMap<String, Value>) {
         if self.discoveries.is_empty() {
             return;
         }
-        let mut listings: Vec<Box<dyn Listing>> = self.discoveries.iter().map(|d| d.start(out)).collect();
-        futures_util::future::join_all(listings.iter_mut().map(|l| l.run())).await;
-        for listing in listings {
-            for entry in listing.finish(out) {
+        let mut started: Vec<Box<dyn Listing>> = self.discoveries.iter().map(|d| d.start(out, listings.get(d.label()))).collect();
+        futures_util::future::join_all(started.iter_mut().map(|l| l.run())).await;
+        let mut listed: HashMap<String, Vec<(String, String)>> = HashMap::new();
+        for (discovery, listing) in self.discoveries.clone().iter().zip(started) {
+            let Discovered { entries, listing } = listing.finish(out);
+            if let Some(tools) = listing {
+                listings.insert(discovery.label().to_string(), tools);
+            }
+            let names = listed.entry(discovery.label().to_string()).or_default();
+            for entry in entries {
                 let visible = entry.visible_name().to_string();
                 if self.by_visible.contains_key(&visible) {
                     tracing::warn!(name = %visible, "a listed tool's name is taken by another tool; it is not offered");
                     continue;
                 }
+                names.push((entry.name.clone(), visible.clone()));
                 self.by_visible.insert(visible, self.entries.len());
                 self.entries.push(entry);
             }
+        }
+        if let Some(deferred) = self.deferred_choice.take() {
+            self.choice = choice::expand(&deferred, &listed);
         }
     }
 

@@ -6,7 +6,7 @@ use protocol::input::InputItem;
 use super::{types, ToolType};
 use crate::events::file_citations::FileSource;
 use crate::executors::Registry;
-use crate::transcript::{Replayed, ToolReplay};
+use crate::transcript::{Recorded, Replayed, ToolReplay};
 
 /// The replay of this deployment's tool types: server tools are the registered ones.
 #[derive(Debug, Clone, Copy)]
@@ -25,5 +25,9 @@ impl ToolReplay for Replayer<'_> {
 
     fn private_result_id<'i>(&self, item: &'i InputItem) -> Option<&'i str> {
         types().into_iter().find_map(|t| t.private_result_id(item))
+    }
+
+    fn record(&self, item: &InputItem) -> Option<Recorded> {
+        types().into_iter().find_map(|t| t.record(item))
     }
 }

@@ -6,14 +6,14 @@ mod content;
 pub mod custom;
 mod order;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
 use crate::events::file_citations::FileSource;
 
 pub use crate::events::ids::PROGRESS_ID_PREFIX;
-pub use build::{build, Replayed, ToolReplay};
+pub use build::{build, Recorded, Replayed, ToolReplay};
 
 /// A user content part.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -69,6 +69,18 @@ pub struct Transcript {
     /// result by item id, for a client that replays the items.
     #[serde(skip)]
     pub private_results: Vec<(String, String, String)>,
+    /// Tools listed so far, by label (an MCP server's `mcp_list_tools` tools, as the item
+    /// has them): a continuation reuses a label's listing instead of listing again.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub listings: BTreeMap<String, serde_json::Value>,
+    /// The ids of the approval requests issued (issue 18 "Approvals"); each is the
+    /// `call_id` of its call, which an approval response answers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvals: Vec<String>,
+    /// This request's approved calls, by request id: the turn runs them first and puts
+    /// their results in place of the placeholder the build left.
+    #[serde(skip)]
+    pub approved: Vec<String>,
 }
 
 impl Transcript {
@@ -139,6 +151,28 @@ impl Transcript {
         })
     }
 
+    /// The call whose `call_id` is `call_id`, if any.
+    pub fn call(&self, call_id: &str) -> Option<&Call> {
+        self.entries.iter().find_map(|e| match e {
+            Entry::Assistant { calls, .. } => calls.iter().find(|c| c.call_id == call_id),
+            _ => None,
+        })
+    }
+
+    /// Replaces the content of the tool result answering `call_id` (an approved call's
+    /// placeholder); false when there is none.
+    pub fn set_tool_result(&mut self, call_id: &str, text: String) -> bool {
+        for e in self.entries.iter_mut().rev() {
+            if let Entry::ToolResult { call_id: id, content, .. } = e {
+                if id == call_id {
+                    *content = text;
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
     /// Appends a tool result.
     pub fn push_tool_result(&mut self, call_id: String, content: String) {
         self.entries.push(Entry::ToolResult { call_id, content, continuation: None });
@@ -167,7 +201,13 @@ impl Transcript {
         if let Some(first) = unanswered.iter().find(|id| !names.get(*id).is_some_and(|name| is_server_tool(name))) {
             return Some(first);
         }
-        // A turn left with neither text nor calls goes too.
+        self.remove_calls(&wanted);
+        None
+    }
+
+    /// Removes the calls whose ids are in `ids`; an assistant turn left with neither text nor
+    /// calls goes too.
+    fn remove_calls(&mut self, wanted: &HashSet<&str>) {
         self.entries.retain_mut(|e| match e {
             Entry::Assistant { text, calls } => {
                 let before = calls.len();
@@ -176,7 +216,6 @@ impl Transcript {
             }
             _ => true,
         });
-        None
     }
 
     /// Adds a replayed call to the assistant turn it belongs to. A call that follows a tool

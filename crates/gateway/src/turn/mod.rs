@@ -1,6 +1,7 @@
 //! One turn: `prepare` (load what it continues from, validate, build the ToolSet and
 //! transcript), then `run` (the bounded loop over upstream rounds). DESIGN.md "Pipeline".
 
+pub mod approved;
 pub mod continuation;
 pub mod driver;
 pub mod execute;

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use crate::tools::custom::arguments_from_input;
 use crate::tools::{BindCtx, CallItem, Owner, ToolChoice, ToolEntry, ToolSet};
 use crate::upstream::arguments;
+use crate::turn::approved;
 use crate::turn::execute::{self, Observed, ToolResult};
 use crate::turn::round::Round;
 use crate::transcript::{Call, Entry, Transcript, UserPart};
@@ -106,7 +107,13 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
     emitter.start();
     // Tools known only now (MCP servers) are listed before the first round, each with its
     // item; a server that fails to list offers nothing and the turn goes on.
-    Box::pin(tools.discover(emitter)).await;
+    Box::pin(tools.discover(emitter, &mut transcript.listings)).await;
+    // Calls this request approved run first (their items lead the output).
+    if !transcript.approved.is_empty() {
+        let (ran, done) = Box::pin(approved::run(&mut transcript, &tools, bind_ctx, emitter, &mut files, approved::Running { max_parallel: limits.max_parallel, call_timeout: limits.call_timeout, observed, cancel: &cancel })).await;
+        executed += ran;
+        usage.add(&done.usage);
+    }
     let mut choice = tools.choice.clone();
     let max_rounds = limits.max_rounds.max(1);
     let mut done_ctx = Ended { observer, info: &info, span: turn_span, started, rounds: 0, upstream_time: Duration::ZERO, tool_time: Duration::ZERO };
@@ -284,6 +291,8 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
         let mut gateway = Vec::new();
         let mut answers: Vec<ToolResult> = Vec::new();
         let mut client = Vec::new();
+        // Gateway calls that wait for the user's approval (issue 18): not run.
+        let mut approvals = Vec::new();
         let mut transcript_calls = Vec::with_capacity(round.calls.len());
         // Function calls that came without arguments (llama.cpp, for a function without
         // parameters), or only whitespace: `{}` is added, so that clients and the replayed
@@ -316,6 +325,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
                 },
                 Some(entry) => match execute::validate(entry, &call.arguments) {
                     Err(msg) => answers.push(reject(msg)),
+                    Ok(_) if entry.tool.needs_approval() => approvals.push(call.index),
                     Ok(_) if max_tool_calls.is_some_and(|cap| executed >= cap) => answers.push(reject(MAX_TOOL_CALLS.into())),
                     Ok(args) => match entry.tool.bind(&call.call_id, &args, &BindCtx { native: entry.upstream.is_native(), ..bind_ctx }) {
                         Ok(invocation) => {
@@ -341,6 +351,30 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
                 sources.push(s);
             }
         }
+        // Approval requests and client calls surface after the gateway calls ran, in call
+        // order; they end the turn. An approval request's id becomes its call's id, which
+        // the client's approval response answers.
+        let waiting = !client.is_empty() || !approvals.is_empty();
+        for call in round.calls.iter_mut() {
+            if approvals.contains(&call.index) {
+                let Some(entry) = offered.lookup(&call.name) else { continue };
+                match entry.tool.request_approval(&call.arguments, emitter) {
+                    Some(id) => {
+                        if let Some(c) = transcript_calls.iter_mut().find(|c| c.call_id == call.call_id) {
+                            c.call_id.clone_from(&id);
+                        }
+                        transcript.approvals.push(id);
+                    }
+                    None => answers.push(ToolResult { call_id: call.call_id.clone(), content: "error: this call was not run.".into(), continuation: None }),
+                }
+            } else if client.contains(&call.index) {
+                let Some(entry) = tools.lookup(&call.name) else { continue };
+                if call.output_index.is_none() {
+                    call.start_client_item(entry, emitter);
+                }
+                call.finish_item(entry.is_custom(), emitter);
+            }
+        }
         transcript.push_assistant(text, transcript_calls);
         // Results in the order the model made the calls.
         let mut all: Vec<ToolResult> = done.results.into_iter().chain(answers).collect();
@@ -349,15 +383,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
         for r in all {
             transcript.push_tool_result_with(r.call_id, r.content, r.continuation);
         }
-        // Client calls are surfaced after the gateway calls ran; they end the turn.
-        if !client.is_empty() {
-            for call in round.calls.iter_mut().filter(|c| client.contains(&c.index)) {
-                let Some(entry) = tools.lookup(&call.name) else { continue };
-                if call.output_index.is_none() {
-                    call.start_client_item(entry, emitter);
-                }
-                call.finish_item(entry.is_custom(), emitter);
-            }
+        if waiting {
             return finish(&done_ctx, emitter, transcript, &mut files, Terminal::Completed, usage, None);
         }
         if ran_gateway {

@@ -219,3 +219,168 @@ async fn a_replayed_mcp_call_is_the_call_and_the_result_the_model_read() {
     let result = messages.iter().find(|m| m["role"] == "tool").expect("its result")["content"].to_string();
     assert!(result.contains("<untrusted_mcp_output>") && result.contains("earlier"), "{result}");
 }
+
+fn approval_decl(url: &str, require_approval: Value) -> Value {
+    let mut d = decl(url);
+    d["require_approval"] = require_approval;
+    if d["require_approval"].is_null() {
+        d.as_object_mut().unwrap().remove("require_approval");
+    }
+    d
+}
+
+fn types_of(response: &Value) -> Vec<String> {
+    response["output"].as_array().unwrap().iter().map(|i| i["type"].as_str().unwrap_or_default().to_string()).collect()
+}
+
+/// The tool messages the upstream got in request `n`.
+fn tool_messages(h: &Harness, n: usize) -> Vec<String> {
+    h.upstream.requests()[n].body["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "tool").map(|m| m["content"].to_string()).collect()
+}
+
+#[tokio::test]
+async fn an_approval_request_ends_the_turn_and_an_approval_runs_the_call_once() {
+    let (url, calls) = mcp_server().await;
+    let h = gateway(30_000).await;
+    h.upstream.push(Script::tool_call("demo__echo", r#"{"text":"approved text"}"#));
+    // require_approval omitted: "always", as at OpenAI.
+    let tools = json!([approval_decl(&url, Value::Null)]);
+    let (status, first) = h.post(json!({"model": "m", "input": "echo it", "tools": tools})).await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(first["status"], "completed");
+    assert_eq!(types_of(&first), ["mcp_list_tools", "mcp_approval_request"]);
+    let request = items(&first, "mcp_approval_request")[0];
+    let id = request["id"].as_str().unwrap().to_string();
+    assert!(id.starts_with("mcpr_"), "{id}");
+    assert_eq!((request["server_label"].as_str(), request["name"].as_str()), (Some("demo"), Some("echo")));
+    assert_eq!(request["arguments"], r#"{"text":"approved text"}"#);
+    assert_eq!(calls.load(Ordering::SeqCst), 0, "nothing runs before the approval");
+
+    h.upstream.push(Script::text(&["echoed"]));
+    let answer = json!([{"type": "mcp_approval_response", "approval_request_id": id, "approve": true}]);
+    let s = h.stream(json!({"model": "m", "previous_response_id": first["id"], "input": answer, "tools": tools})).await;
+    assert_eq!(s.terminal_type(), "response.completed");
+    assert_eq!(types_of(&s.response), ["mcp_call", "message"], "the history's listing is reused: no new mcp_list_tools");
+    let call = items(&s.response, "mcp_call")[0];
+    assert_eq!((call["approval_request_id"].as_str(), call["output"].as_str(), call["status"].as_str()), (Some(id.as_str()), Some("approved text"), Some("completed")));
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert!(tool_messages(&h, 1).iter().any(|m| m.contains("approved text")), "the model read the approved call's output");
+
+    // The same answer again, on the turn that ran it: already answered.
+    let (status, again) = h.post(json!({"model": "m", "previous_response_id": s.response["id"], "input": answer, "tools": tools})).await;
+    assert_eq!(status, 400, "{again}");
+    assert_eq!(error_of(&again)["param"], "input[0].approval_request_id");
+    let unknown = json!([{"type": "mcp_approval_response", "approval_request_id": "mcpr_nope", "approve": true}]);
+    let (status, body) = h.post(json!({"model": "m", "previous_response_id": first["id"], "input": unknown, "tools": tools})).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(error_of(&body)["param"], "input[0].approval_request_id");
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "no refused answer ran anything");
+}
+
+#[tokio::test]
+async fn a_denied_call_never_runs_and_the_model_is_told_with_replayed_items() {
+    let (url, calls) = mcp_server().await;
+    let h = gateway(30_000).await;
+    h.upstream.push(Script::tool_call("demo__echo", r#"{"text":"secret plan"}"#));
+    let tools = json!([approval_decl(&url, json!("always"))]);
+    let user = json!({"role": "user", "content": "echo it"});
+    let (_, first) = h.post(json!({"model": "m", "input": [user], "tools": tools, "store": false})).await;
+    let id = items(&first, "mcp_approval_request")[0]["id"].as_str().unwrap().to_string();
+    // Stateless: the client replays the output items, then its answer.
+    let mut input = vec![user];
+    input.extend(first["output"].as_array().unwrap().iter().cloned());
+    input.push(json!({"type": "mcp_approval_response", "approval_request_id": id, "approve": false, "reason": "not now"}));
+    h.upstream.push(Script::text(&["ok, I will not"]));
+    let (status, second) = h.post(json!({"model": "m", "input": input, "tools": tools, "store": false})).await;
+    assert_eq!(status, 200, "{second}");
+    assert_eq!(types_of(&second), ["message"], "no listing again, no call");
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+    let told = tool_messages(&h, 1);
+    assert!(told.len() == 1 && told[0].contains("did not approve") && told[0].contains("not now"), "{told:?}");
+}
+
+#[tokio::test]
+async fn a_mixed_round_runs_gateway_calls_first_then_surfaces_client_calls_and_approvals() {
+    let (url, calls) = mcp_server().await;
+    let h = gateway(30_000).await;
+    // echo needs approval; nested does not.
+    let tools = json!([
+        approval_decl(&url, json!({"always": {"tool_names": ["echo"]}, "never": {}})),
+        {"type": "function", "name": "lookup", "parameters": {"type": "object", "properties": {}}}
+    ]);
+    h.upstream.push(
+        Script::tool_call("demo__echo", r#"{"text":"needs ok"}"#)
+            .with_tool_call("demo__nested", r#"{"config":{"inner":{"ids":[1,2]}}}"#)
+            .with_tool_call("lookup", "{}"),
+    );
+    let (_, first) = h.post(json!({"model": "m", "input": "go", "tools": tools})).await;
+    let kinds = types_of(&first);
+    assert_eq!(kinds.iter().filter(|k| *k == "mcp_call").count(), 1, "{kinds:?}");
+    let after = |k: &str| kinds.iter().position(|x| x == k).unwrap();
+    assert!(after("mcp_call") < after("mcp_approval_request"), "gateway work first: {kinds:?}");
+    assert!(kinds.contains(&"function_call".to_string()), "{kinds:?}");
+    assert_eq!(items(&first, "mcp_call")[0]["output"], "ids [1,2]");
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "only the call without approval ran");
+    let id = items(&first, "mcp_approval_request")[0]["id"].clone();
+    let call_id = items(&first, "function_call")[0]["call_id"].clone();
+
+    h.upstream.push(Script::text(&["all done"]));
+    let input = json!([
+        {"type": "function_call_output", "call_id": call_id, "output": "looked up"},
+        {"type": "mcp_approval_response", "approval_request_id": id, "approve": true}
+    ]);
+    let (status, second) = h.post(json!({"model": "m", "previous_response_id": first["id"], "input": input, "tools": tools})).await;
+    assert_eq!(status, 200, "{second}");
+    assert_eq!(types_of(&second), ["mcp_call", "message"]);
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    let told = tool_messages(&h, 1);
+    assert_eq!(told.len(), 3, "every call of the round has its result: {told:?}");
+    assert!(told.iter().any(|m| m.contains("needs ok")) && told.iter().any(|m| m.contains("looked up")) && told.iter().any(|m| m.contains("ids [1,2]")), "{told:?}");
+}
+
+#[tokio::test]
+async fn tool_choice_forces_an_mcp_tool_by_label_and_name() {
+    let (url, _) = mcp_server().await;
+    let h = gateway(30_000).await;
+    h.upstream.push(Script::tool_call("demo__nested", r#"{"config":{"inner":{"ids":[3]}}}"#));
+    h.upstream.push(Script::text(&["ok"]));
+    let choice = json!({"type": "mcp", "server_label": "demo", "name": "nested"});
+    let (status, body) = h.post(json!({"model": "m", "input": "go", "tools": [decl(&url)], "tool_choice": choice})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["tool_choice"], choice);
+    let sent = &h.upstream.requests()[0].body;
+    assert_eq!(sent["tool_choice"]["function"]["name"], "demo__nested", "{sent}");
+    // allowed_tools with the server: only its tools are offered.
+    h.upstream.push(Script::text(&["ok"]));
+    let allowed = json!({"type": "allowed_tools", "mode": "auto", "tools": [{"type": "mcp", "server_label": "demo", "name": "echo"}]});
+    let fun = json!({"type": "function", "name": "f", "parameters": {"type": "object", "properties": {}}});
+    let (status, body) = h.post(json!({"model": "m", "input": "go", "tools": [decl(&url), fun], "tool_choice": allowed})).await;
+    assert_eq!(status, 200, "{body}");
+    let offered: Vec<String> = h.upstream.requests()[2].body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap().to_string()).collect();
+    assert_eq!(offered, ["demo__echo"]);
+    let (status, body) = h.post(json!({"model": "m", "input": "go", "tools": [decl(&url)], "tool_choice": {"type": "mcp", "server_label": "other"}})).await;
+    assert_eq!((status, error_of(&body)["param"].as_str()), (400, Some("tool_choice")));
+}
+
+#[tokio::test]
+async fn an_operator_server_is_named_by_label_and_its_url_is_never_shown() {
+    let (url, calls) = mcp_server().await;
+    let server = responses_gateway::config::mcp::McpServerConfig { url: url.clone(), ..Default::default() };
+    // No allowed_urls, no allow_private: the operator's server is trusted.
+    let h = Harness::start_with(move |c| {
+        c.mcp.servers.insert("ops".into(), server);
+    })
+    .await;
+    h.upstream.push(Script::tool_call("ops__echo", r#"{"text":"from ops"}"#));
+    h.upstream.push(Script::text(&["done"]));
+    let tools = json!([{"type": "mcp", "server_label": "ops", "require_approval": "never"}]);
+    let (status, body) = h.post(json!({"model": "m", "input": "go", "tools": tools})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(items(&body, "mcp_call")[0]["output"], "from ops");
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    let port = url.split(':').nth(2).unwrap().split('/').next().unwrap();
+    assert!(!body.to_string().contains(port), "the operator's URL is not shown: {body}");
+    let with_url = json!([{"type": "mcp", "server_label": "ops", "server_url": url}]);
+    let (status, body) = h.post(json!({"model": "m", "input": "go", "tools": with_url})).await;
+    assert_eq!((status, error_of(&body)["param"].as_str()), (400, Some("tools[0].server_url")));
+}

@@ -337,6 +337,7 @@ mod tests {
             ],
             file_sources: Vec::new(),
             private_results: Vec::new(),
+            ..Transcript::default()
         };
         let weather = UpstreamTool {
             name: "get_weather".into(),

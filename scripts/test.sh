@@ -44,7 +44,7 @@ echo "== Python end-to-end tests (openai SDK) =="
 GATEWAY_BIN="$PWD/target/debug/responses-gateway" UPSTREAM_BIN="$PWD/target/debug/scripted-upstream" \
   bash tests/python/run.sh
 
-echo "== Python store, tenant and background tests on PostgreSQL =="
+echo "== Python store, tenant, background and MCP approval tests on PostgreSQL =="
 pg_db="rg_py_$$_${RANDOM}"
 pg_admin="$RESPONSES_GATEWAY_TEST_POSTGRES_URL"
 psql "$pg_admin" -Atqc "CREATE DATABASE \"$pg_db\""
@@ -52,7 +52,7 @@ trap 'psql "$pg_admin" -Atqc "DROP DATABASE IF EXISTS \"$pg_db\" WITH (FORCE)" >
 RESPONSES_GATEWAY_STORE__BACKEND=postgres RESPONSES_GATEWAY_STORE__URL_ENV=RG_PY_STORE_URL \
   RG_PY_STORE_URL="${pg_admin%/*}/$pg_db" \
   GATEWAY_BIN="$PWD/target/debug/responses-gateway" UPSTREAM_BIN="$PWD/target/debug/scripted-upstream" \
-  bash tests/python/run.sh -k "test_store_sdk or test_tenants_sdk or test_background"
+  bash tests/python/run.sh -k "test_store_sdk or test_tenants_sdk or test_background or test_approval_round_trip"
 
 echo "== Real clients: OpenAI Agents SDK and Codex CLI =="
 GATEWAY_BIN="$PWD/target/debug/responses-gateway" UPSTREAM_BIN="$PWD/target/debug/scripted-upstream" \

@@ -194,3 +194,21 @@ def test_operator_server_by_label_with_its_token_from_the_environment(env: McpEn
             assert OPS_TOKEN.encode() not in f.read_bytes(), f"the token leaked into {f}"
     expect_400(env.client, "tools[0].server_url", model=MODEL, input="x",
                tools=[{"type": "mcp", "server_label": "ops", "server_url": env.server.url}])
+
+
+def test_approval_in_a_conversation(env: McpEnv, upstream):
+    """A conversation keeps the listing and the request: the answer names only the request."""
+    tools = [approval_decl(env.server.url)]
+    conv = env.client.conversations.create()
+    upstream.push(call_round("demo__echo", ECHO_ARGS))
+    first, _ = mcp_create(env.client, model=MODEL, conversation=conv.id, input="Echo.", tools=tools)
+    request = first.output[1]
+    assert isinstance(request, McpApprovalRequest), sdk_dict(request)
+    upstream.push(DONE)
+    answer = [{"type": "mcp_approval_response", "approval_request_id": request.id, "approve": True}]
+    second, body = mcp_create(env.client, model=MODEL, conversation=conv.id, input=answer, tools=tools)
+    assert [o["type"] for o in body["output"]] == ["mcp_call", "message"], harness.dumps(body["output"])
+    assert second.output[0].approval_request_id == request.id and second.output[0].output == "hello mcp"
+    assert len(env.server.rpc("tools/list")) == 1 and len(env.server.rpc("tools/call")) == 1
+    # The conversation now holds the answer: answering again is a 400.
+    expect_400(env.client, "input[0].approval_request_id", model=MODEL, conversation=conv.id, input=answer, tools=tools)

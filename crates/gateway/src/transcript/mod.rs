@@ -2,9 +2,11 @@
 //! request's `instructions` and `input` items (contract §4), extended by each round.
 
 mod build;
+mod call_log;
 mod content;
 pub mod custom;
 mod order;
+mod recorded;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -13,7 +15,8 @@ use serde::{Deserialize, Serialize};
 use crate::events::file_citations::FileSource;
 
 pub use crate::events::ids::PROGRESS_ID_PREFIX;
-pub use build::{build, Recorded, Replayed, ToolReplay};
+pub use build::{build, ToolReplay};
+pub use recorded::Recorded;
 
 /// A user content part.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -30,6 +33,18 @@ pub struct Call {
     pub name: String,
     /// JSON arguments text.
     pub arguments: String,
+}
+
+/// A tool call item of the input as the model saw it: the call under its model-visible
+/// name, and for a gateway tool's item (`web_search_call`, `file_search_call`) the result
+/// the model read (a client call's output is an item of its own).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Replayed {
+    pub call: Call,
+    pub result: Option<String>,
+    /// What the call asked (web search: its query): a private result stored with the item
+    /// (`restored`) replaces `result` only when the stored call asked the same.
+    pub private_key: Option<String>,
 }
 
 /// One transcript entry.

@@ -147,7 +147,11 @@ test('mcp: the switch adds one declaration from the URL, label and approval fiel
   assert.equal(on.tools[1].name, 'get_browser_time');
   assert.equal(on.mcpError, null);
   assert.equal(on.toolChoice, 'required');
-  assert.deepEqual(on.named, ['get_browser_time'], 'MCP tools are not offered as a named tool_choice');
+  assert.deepEqual(on.named, ['mcp', 'get_browser_time']);
+  // "only mcp" forces a tool of that server.
+  assert.deepEqual(toolSettings({ mcp: { url: 'https://mcp.example.com/mcp', label: 'docs' }, toolChoice: 'tool:mcp' }).toolChoice,
+    { type: 'mcp', server_label: 'docs' });
+  assert.equal(toolSettings({ mcp: null, toolChoice: 'tool:mcp' }).toolChoice, 'auto', 'switched off: auto');
   // Asking before each call is require_approval "always"; an empty label is "mcp".
   assert.deepEqual(mcpTool({ url: 'https://mcp.example.com/mcp', label: '', approval: true }).tool,
     { type: 'mcp', server_label: 'mcp', server_url: 'https://mcp.example.com/mcp', require_approval: 'always' });

@@ -595,6 +595,8 @@ class ResponseView {
       decided(yes) {
         approve.disabled = true;
         deny.disabled = true;
+        (yes ? approve : deny).classList.add('chosen');
+        (yes ? approve : deny).setAttribute('aria-pressed', 'true');
         box.dataset.decision = yes ? 'approved' : 'denied';
         badge.textContent = yes ? 'approved' : 'denied';
         box.classList.add(yes ? 'approved' : 'denied');

@@ -141,8 +141,8 @@ export function mcpTool({ url, label, approval } = {}) {
  * {webSearch, packageVersion, fileSearch, vectorStoreIds, mcp, browserTime, toolChoice};
  * mcp is null (switched off) or the MCP fields (see mcpTool); when they are not valid, the
  * tool is left out and `mcpError` is {message, field}.
- * toolChoice is 'auto' | 'required' | 'none' | 'tool:<name>'. MCP tools are not offered by
- * name (the gateway does not take a tool_choice naming one yet); "required" counts them.
+ * toolChoice is 'auto' | 'required' | 'none' | 'tool:<name>'; 'tool:mcp' is
+ * `{"type":"mcp","server_label"}` (any tool of that server).
  */
 export function toolSettings(s) {
   const tools = [];
@@ -165,8 +165,13 @@ export function toolSettings(s) {
   }
   if (s.mcp) {
     const m = mcpTool(s.mcp);
-    if (m.tool) tools.push(m.tool);
-    else mcpError = { message: m.error, field: m.field };
+    if (m.tool) {
+      tools.push(m.tool);
+      named.mcp = { type: 'mcp', server_label: m.tool.server_label };
+    } else {
+      mcpError = { message: m.error, field: m.field };
+      named.mcp = { type: 'mcp' }; // offered while the fields are being filled; not sent
+    }
   }
   if (s.browserTime) {
     tools.push(BROWSER_TOOLS.get_browser_time.declaration);

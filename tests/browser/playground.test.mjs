@@ -679,6 +679,8 @@ describe('playground with an MCP server', () => {
     const { page, posts, consoleErrors } = await openPage({ on: mcpGateway });
     assert.equal(await page.isChecked('#mcp-approval'), true, 'asking before each call is the default');
     await switchMcp(page, { url: mcp.url, approval: false });
+    // "only mcp" in tool_choice forces a tool of that server.
+    await page.selectOption('#tool-choice', 'tool:mcp');
     const ECHO = 'hello <b>from</b> the browser';
     await upstream.push(
       { tool_calls: [echoCall(ECHO), { name: `${MCP_LABEL}__fail`, arguments: JSON.stringify({ reason: 'the fixture fails on purpose' }) }] },
@@ -690,6 +692,7 @@ describe('playground with an MCP server', () => {
     assert.equal(posts.length, 1);
     assert.deepEqual(posts[0].tools.map((t) => t.type), ['mcp', 'function']);
     assert.deepEqual(posts[0].tools[0], { type: 'mcp', server_label: MCP_LABEL, server_url: mcp.url, require_approval: 'never' });
+    assert.deepEqual(posts[0].tool_choice, { type: 'mcp', server_label: MCP_LABEL });
     // The model was offered the server's tools, and read the outputs.
     const reqs = await upstream.requests();
     assert.equal(reqs.length, 2);
@@ -742,12 +745,9 @@ describe('playground with an MCP server', () => {
     await page.close();
   });
 
-  // Approvals (require_approval "always"): these need the gateway's approval support.
-  // WAITING: until the gateway has it (it answers 400 to require_approval "always"), they are
-  // marked todo: they run and report, but do not fail the suite.
-  const APPROVALS = { todo: 'waiting for the gateway\'s MCP approvals (require_approval "always" is a 400 until then)' };
+  // Approvals: require_approval "always" (the page's default).
   for (const mode of ['previous', 'replay']) {
-    test(`mcp approvals (${mode === 'previous' ? 'previous_response_id' : 'replayed history, store off'}): Approve sends mcp_approval_response; the call runs and the model answers`, APPROVALS, async () => {
+    test(`mcp approvals (${mode === 'previous' ? 'previous_response_id' : 'replayed history, store off'}): Approve sends mcp_approval_response; the call runs and the model answers`, async () => {
       const { page, posts, consoleErrors } = await openPage({ on: mcpGateway });
       await page.selectOption('#history-mode', mode);
       await switchMcp(page, { url: mcp.url, approval: true });
@@ -792,6 +792,8 @@ describe('playground with an MCP server', () => {
       assert.equal(await box.locator('.badge').textContent(), 'approved');
       assert.equal(await box.locator('button.approve').isDisabled(), true);
       assert.equal(await box.locator('button.deny').isDisabled(), true);
+      assert.equal(await box.locator('button.approve').getAttribute('aria-pressed'), 'true');
+      assert.equal(await box.locator('button.deny').getAttribute('aria-pressed'), null);
       // The call ran on the server, and is shown in the continuation with its output.
       assert.deepEqual((await mcpCalls(mcp)).map((p) => [p.name, p.arguments]), [['echo', { text: 'approve me' }]]);
       const call = page.locator('details.tool-mcp_call');
@@ -807,8 +809,9 @@ describe('playground with an MCP server', () => {
     });
   }
 
-  test('mcp approvals: Deny sends approve:false; nothing is called and the model answers', APPROVALS, async () => {
-    const { page, posts } = await openPage({ on: mcpGateway });
+  test('mcp approvals: Deny sends approve:false; nothing is called and the model answers (390 px wide)', async () => {
+    const { page, posts } = await openPage({ on: mcpGateway, width: 390, height: 844 });
+    await page.click('#settings summary');
     await switchMcp(page, { url: mcp.url });
     await upstream.push({ tool_calls: [echoCall('deny me')] }, { text: chunks('Understood, I will not call it.', 6) });
     await ask(page, 'Echo, if I allow it');
@@ -823,16 +826,58 @@ describe('playground with an MCP server', () => {
     assert.equal(await box.getAttribute('data-decision'), 'denied');
     assert.equal(await box.locator('.badge').textContent(), 'denied');
     assert.equal(await box.locator('button.approve').isDisabled(), true);
+    assert.equal(await box.locator('button.deny').getAttribute('aria-pressed'), 'true');
     assert.deepEqual(await mcpCalls(mcp), [], 'nothing called');
     assert.equal(await page.locator('details.tool-mcp_call').count(), 0, 'no call entry');
     // The model was asked again (told of the denial) and its answer is shown.
     assert.equal((await upstream.requests()).length, 2);
     assert.equal(await page.locator('.answer .text').last().textContent(), 'Understood, I will not call it.');
-    await shot(page, '17-mcp-denied');
+    // At phone width, with the entries open, nothing sticks out.
+    await page.$$eval('details', (ds) => ds.forEach((d) => { d.open = true; }));
+    const wide = await page.evaluate(() => [...document.querySelectorAll('body *')]
+      .filter((e) => !e.closest('.skip, .visually-hidden'))
+      .filter((e) => e.getBoundingClientRect().right > document.documentElement.clientWidth + 0.5)
+      .map((e) => `${e.tagName}.${e.className}`));
+    assert.deepEqual(wide, []);
+    assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth));
+    await shot(page, '17-mcp-denied-390px');
     await page.close();
   });
 
-  test('mcp approvals: two requests in one response are answered together, each once', APPROVALS, async () => {
+  test('mcp approvals beside a browser tool call: the browser runs its tool at once, its output goes with the answer', async () => {
+    const { page, posts } = await openPage({ on: mcpGateway });
+    await switchMcp(page, { url: mcp.url });
+    await upstream.push(
+      { tool_calls: [echoCall('mixed'), { name: 'get_browser_time', arguments: '{"time_zone":"UTC"}' }] },
+      { text: ['Echoed, and it is late.'] },
+    );
+    await ask(page, 'Echo, and what time is it?');
+    // The turn stopped at the approval: the browser tool already ran, nothing was sent yet.
+    assert.equal(posts.length, 1);
+    assert.match(await page.locator('details.tool-function_call .badge').textContent(), /ran in the browser/);
+    const box = page.locator('.approval');
+    const id = await box.getAttribute('data-request-id');
+    await page.evaluate(() => { delete document.body.dataset.idle; });
+    await box.locator('button.approve').click();
+    await page.waitForSelector('body[data-idle="true"]', { timeout: 30_000 });
+
+    assert.equal(posts.length, 2);
+    assert.deepEqual(posts[1].input.map((i) => i.type), ['function_call_output', 'mcp_approval_response']);
+    assert.equal(JSON.parse(posts[1].input[0].output).time_zone, 'UTC');
+    assert.deepEqual(posts[1].input[1], { type: 'mcp_approval_response', approval_request_id: id, approve: true });
+    assert.deepEqual((await mcpCalls(mcp)).map((p) => p.arguments), [{ text: 'mixed' }]);
+    // The model read both results.
+    const reqs = await upstream.requests();
+    assert.equal(reqs.length, 2);
+    const results = reqs[1].messages.filter((m) => m.role === 'tool').map(textOf);
+    assert.ok(results.some((r) => r.includes('mixed')), results.join(' | '));
+    assert.ok(results.some((r) => r.includes('"time_zone":"UTC"')), results.join(' | '));
+    assert.equal(await page.locator('.answer .text').last().textContent(), 'Echoed, and it is late.');
+    await shot(page, '18a-mcp-approval-and-browser-tool');
+    await page.close();
+  });
+
+  test('mcp approvals: two requests in one response are answered together, each once', async () => {
     const { page, posts } = await openPage({ on: mcpGateway });
     await switchMcp(page, { url: mcp.url });
     await upstream.push({ tool_calls: [echoCall('first'), echoCall('second')] }, { text: ['One ran, one did not.'] });

@@ -1,9 +1,11 @@
 // Test harness for the playground browser tests: starts the real processes (scripted-upstream,
-// the SearXNG-shaped fixture, the responses-gateway binary) and Debian's Chromium through
-// playwright-core, and saves screenshots.
+// the SearXNG-shaped fixture, the Python suite's MCP server, the responses-gateway binary) and
+// Debian's Chromium through playwright-core, and saves screenshots.
 //
 // Environment: GATEWAY_BIN, UPSTREAM_BIN (default target/debug/…), CHROMIUM (default
-// /usr/bin/chromium), BROWSER_SHOTS_DIR (default target/browser-shots), PYTHON (default python3).
+// /usr/bin/chromium), BROWSER_SHOTS_DIR (default target/browser-shots), PYTHON (default python3),
+// MCP_PYTHON (an interpreter with the `mcp` package; default target/py-venv/bin/python, the
+// venv of tests/python/run.sh, which tests/browser/run.sh creates when it is missing).
 
 import { spawn } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, createWriteStream } from 'node:fs';
@@ -150,6 +152,37 @@ export async function startSearch() {
   const url = await proc.line('LISTENING ');
   return { url, proc, stop: () => proc.stop() };
 }
+
+/**
+ * tests/python/mcp_server.py: a real MCP server (the official Python SDK, streamable HTTP on
+ * 127.0.0.1) with the tools echo, slow, fail and nested. `url` is its endpoint
+ * (http://127.0.0.1:PORT/mcp); `requests()` what it received ({method, rpc, body, …}).
+ */
+export async function startMcpServer() {
+  const python = process.env.MCP_PYTHON || path.join(TARGET, 'py-venv', 'bin', 'python');
+  const script = path.join(ROOT, 'tests', 'python', 'mcp_server.py');
+  const proc = new Proc('mcp-server', python, [script], { env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } });
+  const url = await proc.line('MCP_LISTENING ', 60_000);
+  const base = url.replace(/\/mcp$/, '');
+  const control = async (method, p) => {
+    const res = await fetch(`${base}${p}`, { method });
+    if (!res.ok) throw new Error(`mcp-server ${method} ${p}: HTTP ${res.status} ${await res.text()}`);
+    return res.json();
+  };
+  return {
+    url,
+    proc,
+    requests: () => control('GET', '/_control/requests'),
+    reset: () => control('POST', '/_control/reset'),
+    stop: () => proc.stop(),
+  };
+}
+
+/** Environment of a gateway whose `[mcp]` allows servers on 127.0.0.1 (any port). */
+export const MCP_LOOPBACK_ENV = {
+  RESPONSES_GATEWAY_MCP__ALLOWED_URLS: '["http://127.0.0.1:"]',
+  RESPONSES_GATEWAY_MCP__ALLOW_PRIVATE: 'true',
+};
 
 /** The real gateway binary on a free port with a fresh data dir; resolves once /healthz answers. */
 export async function startGateway({ upstream, search, env = {}, name = 'gateway' }) {

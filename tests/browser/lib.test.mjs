@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import {
   SseParser, segmentText, codePointOffsets, toolSettings, replayable, pendingFunctionCalls,
   getBrowserTime, runBrowserTool, errorMessage, safeUrl, safeLinkUrl, markCitations,
-  MARK_START, MARK_END, MARK_POINT,
+  MARK_START, MARK_END, MARK_POINT, mcpTool, pendingApprovals, approvalResponses, mcpErrorText,
 } from '../../crates/gateway/assets/playground/lib.js';
 import { markdownHtml } from '../../crates/gateway/assets/playground/markdown.js';
 
@@ -139,6 +139,62 @@ test('tools: each switch adds its standard declaration; a named choice of a tool
   assert.deepEqual(none.tools, [], 'file_search without a store is not declared');
   assert.equal(none.toolChoice, 'auto');
   assert.deepEqual(toolSettings({ browserTime: true, toolChoice: 'required' }).toolChoice, 'required');
+});
+
+test('mcp: the switch adds one declaration from the URL, label and approval fields; bad fields are errors, not tools', () => {
+  const on = toolSettings({ mcp: { url: ' http://127.0.0.1:8123/mcp ', label: 'demo', approval: false }, browserTime: true, toolChoice: 'required' });
+  assert.deepEqual(on.tools[0], { type: 'mcp', server_label: 'demo', server_url: 'http://127.0.0.1:8123/mcp', require_approval: 'never' });
+  assert.equal(on.tools[1].name, 'get_browser_time');
+  assert.equal(on.mcpError, null);
+  assert.equal(on.toolChoice, 'required');
+  assert.deepEqual(on.named, ['mcp', 'get_browser_time']);
+  // "only mcp" forces a tool of that server.
+  assert.deepEqual(toolSettings({ mcp: { url: 'https://mcp.example.com/mcp', label: 'docs' }, toolChoice: 'tool:mcp' }).toolChoice,
+    { type: 'mcp', server_label: 'docs' });
+  assert.equal(toolSettings({ mcp: null, toolChoice: 'tool:mcp' }).toolChoice, 'auto', 'switched off: auto');
+  // Asking before each call is require_approval "always"; an empty label is "mcp".
+  assert.deepEqual(mcpTool({ url: 'https://mcp.example.com/mcp', label: '', approval: true }).tool,
+    { type: 'mcp', server_label: 'mcp', server_url: 'https://mcp.example.com/mcp', require_approval: 'always' });
+  for (const [fields, field, re] of [
+    [{ url: '' }, 'url', /Enter the MCP server URL/],
+    [{ url: '   ' }, 'url', /Enter the MCP server URL/],
+    [{ url: 'mcp.example.com/mcp' }, 'url', /not a URL/],
+    [{ url: 'ftp://mcp.example.com/' }, 'url', /http:\/\/ or https:\/\/ \(not ftp:\)/],
+    [{ url: 'javascript:alert(1)' }, 'url', /not javascript:/],
+    [{ url: 'https://mcp.example.com/', label: 'my server' }, 'label', /letters, digits/],
+    [{ url: 'https://mcp.example.com/', label: 'x'.repeat(65) }, 'label', /at most 64/],
+  ]) {
+    const r = mcpTool(fields);
+    assert.equal(r.tool, undefined, JSON.stringify(fields));
+    assert.equal(r.field, field, JSON.stringify(fields));
+    assert.match(r.error, re);
+    const ts = toolSettings({ mcp: fields, toolChoice: 'auto' });
+    assert.deepEqual(ts.tools, [], 'an invalid MCP server is not declared');
+    assert.deepEqual(ts.mcpError, { message: r.error, field });
+  }
+  assert.equal(toolSettings({ mcp: null, toolChoice: 'auto' }).mcpError, null, 'switched off: no error');
+});
+
+test('mcp: approval requests pending until answered; answers as input items; error text of every shape', () => {
+  const output = [
+    { type: 'mcp_list_tools', id: 'mcpl_1', server_label: 'demo', tools: [] },
+    { type: 'mcp_approval_request', id: 'mcpr_a', server_label: 'demo', name: 'echo', arguments: '{}' },
+    { type: 'mcp_call', id: 'mcp_1', server_label: 'demo', name: 'echo', arguments: '{}', output: 'x' },
+    { type: 'mcp_approval_request', id: 'mcpr_b', server_label: 'demo', name: 'fail', arguments: '{}' },
+  ];
+  assert.deepEqual(pendingApprovals(output).map((i) => i.id), ['mcpr_a', 'mcpr_b']);
+  assert.deepEqual(pendingApprovals(output, new Set(['mcpr_a'])).map((i) => i.id), ['mcpr_b']);
+  assert.deepEqual(replayable(output).map((i) => i.id), ['mcpl_1', 'mcpr_a', 'mcp_1', 'mcpr_b'], 'MCP items are replayed as they came');
+  assert.deepEqual(approvalResponses([{ id: 'mcpr_a', approve: true }, { id: 'mcpr_b', approve: false }]), [
+    { type: 'mcp_approval_response', approval_request_id: 'mcpr_a', approve: true },
+    { type: 'mcp_approval_response', approval_request_id: 'mcpr_b', approve: false },
+  ]);
+  assert.equal(mcpErrorText(null), '');
+  assert.equal(mcpErrorText('connection refused'), 'connection refused');
+  assert.equal(mcpErrorText({ type: 'mcp_tool_execution_error', content: [{ type: 'text', text: 'boom' }] }), 'boom (mcp_tool_execution_error)');
+  assert.equal(mcpErrorText({ type: 'mcp_protocol_error', code: -32001, message: 'timed out' }), 'timed out (mcp_protocol_error -32001)');
+  assert.equal(mcpErrorText({ type: 'http_error' }), 'http_error');
+  assert.equal(mcpErrorText({}), '{}');
 });
 
 test('history: commentary is not replayed; answered calls are not pending', () => {

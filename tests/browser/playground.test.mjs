@@ -4,7 +4,7 @@
 
 import { after, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Upstream, startSearch, startGateway, launchBrowser, shot } from './harness.mjs';
+import { Upstream, startSearch, startGateway, startMcpServer, MCP_LOOPBACK_ENV, launchBrowser, shot } from './harness.mjs';
 
 // What the search fixture (scripts/real_model/searxng_fixture.py) returns and the gateway keeps.
 const WIKI = 'https://en.wikipedia.org/wiki/2025_Tour_de_France';
@@ -74,8 +74,9 @@ beforeEach(async () => {
   await upstream.reset();
 });
 
-/** A fresh page on the playground, with the POST bodies it sends to /v1/responses. */
-async function openPage({ width = 1100, height = 900 } = {}) {
+/** A fresh page on the playground (of `on`, default the main gateway), with the POST bodies
+ * it sends to /v1/responses. */
+async function openPage({ width = 1100, height = 900, on = gateway } = {}) {
   const page = await browser.context.newPage();
   await page.setViewportSize({ width, height });
   const posts = [];
@@ -85,7 +86,7 @@ async function openPage({ width = 1100, height = 900 } = {}) {
   });
   page.on('console', (msg) => { if (msg.type() === 'error') consoleErrors.push(msg.text()); });
   page.on('pageerror', (err) => consoleErrors.push(String(err)));
-  await page.goto(`${gateway.url}/`);
+  await page.goto(`${on.url}/`);
   await page.waitForSelector('body[data-ready="true"]');
   return { page, posts, consoleErrors };
 }
@@ -591,6 +592,324 @@ describe('playground', () => {
     assert.equal(await page.locator('.answer table').count(), 1);
     assert.equal(await page.locator('.answer pre code').count(), 1);
     await shot(page, '11-phone-390px');
+    await page.close();
+  });
+});
+
+// ---------------------------------------------------------------- MCP (issue 18, point 7)
+
+// The MCP tests use a real MCP server (tests/python/mcp_server.py, the official Python SDK:
+// tools echo, slow, fail, nested) and a gateway whose [mcp] allows it (127.0.0.1, any port).
+// The model is the scripted upstream: it calls `demo__echo` (the model-visible name is
+// `{server_label}__{tool}`), then answers.
+const MCP_LABEL = 'demo';
+const echoCall = (text) => ({ name: `${MCP_LABEL}__echo`, arguments: JSON.stringify({ text }) });
+
+/** Turns the MCP switch on and fills its fields. */
+async function switchMcp(page, { url, label = MCP_LABEL, approval }) {
+  await page.check('#tool-mcp');
+  await page.fill('#mcp-url', url);
+  await page.fill('#mcp-label', label);
+  if (approval !== undefined) await page.setChecked('#mcp-approval', approval);
+}
+
+/** The text of each `tools/call` the MCP server received (the echo argument). */
+async function mcpCalls(mcp) {
+  return (await mcp.requests()).filter((r) => r.rpc === 'tools/call').map((r) => JSON.parse(r.body).params);
+}
+
+describe('playground: the URL field of the MCP switch', () => {
+  test('mcp: the URL is checked before sending, and a URL the gateway does not allow shows its 400', async () => {
+    const { page, posts } = await openPage();
+    // An empty URL: nothing is sent, the message stays, the URL field says why and has focus.
+    await page.check('#tool-mcp');
+    await page.fill('#prompt', 'Use my MCP server');
+    await page.press('#prompt', 'Enter');
+    await page.waitForSelector('#mcp-note.warn');
+    assert.match(await page.textContent('#mcp-note'), /Enter the MCP server URL/);
+    assert.equal(await page.getAttribute('#mcp-url', 'aria-invalid'), 'true');
+    assert.equal(await page.evaluate(() => document.activeElement.id), 'mcp-url');
+    assert.equal(await page.inputValue('#prompt'), 'Use my MCP server');
+    // Not an http(s) URL: the same.
+    await page.fill('#mcp-url', 'ftp://files.example.org/mcp');
+    assert.equal(await page.getAttribute('#mcp-note', 'class'), 'note', 'typing clears the warning');
+    await page.press('#prompt', 'Enter');
+    await page.waitForSelector('#mcp-note.warn');
+    assert.match(await page.textContent('#mcp-note'), /must start with http:\/\/ or https:\/\//);
+    assert.equal(posts.length, 0, 'nothing was sent');
+    // A well-formed URL this gateway's operator did not allow (no [mcp] here): the gateway's
+    // 400 names the tool's server_url; the page shows it, also under the MCP fields.
+    await page.fill('#mcp-url', 'http://127.0.0.1:9/mcp');
+    await page.uncheck('#mcp-approval');
+    await ask(page, 'Use my MCP server');
+    assert.equal(posts.length, 1);
+    assert.deepEqual(posts[0].tools[0], { type: 'mcp', server_label: 'mcp', server_url: 'http://127.0.0.1:9/mcp', require_approval: 'never' });
+    const error = await page.textContent('.error');
+    assert.match(error, /^HTTP 400: /);
+    assert.match(error, /server_url|not allowed|MCP/i);
+    const note = await page.textContent('#mcp-note');
+    assert.match(note, /^The gateway refused the MCP server: /);
+    assert.ok(note.includes(error.replace(/^HTTP 400: /, '')), `${note} | ${error}`);
+    assert.equal(await page.getAttribute('#mcp-url', 'aria-invalid'), 'true');
+    assert.deepEqual(await upstream.requests(), [], 'refused before any model call');
+    await shot(page, '12-mcp-url-refused');
+    await page.close();
+  });
+});
+
+describe('playground with an MCP server', () => {
+  let mcp;
+  let mcpGateway;
+
+  before(async () => {
+    mcp = await startMcpServer();
+    mcpGateway = await startGateway({ upstream, env: MCP_LOOPBACK_ENV, name: 'gateway-mcp' });
+  });
+
+  after(async () => {
+    await mcpGateway?.stop();
+    await mcp?.stop();
+  });
+
+  beforeEach(async () => {
+    await mcp.reset();
+  });
+
+  test('mcp: the switch adds the server; its tool listing and calls are collapsed entries that open to the tools and the output', async () => {
+    const { page, posts, consoleErrors } = await openPage({ on: mcpGateway });
+    assert.equal(await page.isChecked('#mcp-approval'), true, 'asking before each call is the default');
+    await switchMcp(page, { url: mcp.url, approval: false });
+    // "only mcp" in tool_choice forces a tool of that server.
+    await page.selectOption('#tool-choice', 'tool:mcp');
+    const ECHO = 'hello <b>from</b> the browser';
+    await upstream.push(
+      { tool_calls: [echoCall(ECHO), { name: `${MCP_LABEL}__fail`, arguments: JSON.stringify({ reason: 'the fixture fails on purpose' }) }] },
+      { text: chunks('The server echoed it back; the other tool failed.', 6), token_delay_ms: 10 },
+    );
+    await ask(page, 'Echo this through MCP');
+
+    // The request: the mcp tool from the switch and its fields, before the browser's function.
+    assert.equal(posts.length, 1);
+    assert.deepEqual(posts[0].tools.map((t) => t.type), ['mcp', 'function']);
+    assert.deepEqual(posts[0].tools[0], { type: 'mcp', server_label: MCP_LABEL, server_url: mcp.url, require_approval: 'never' });
+    assert.deepEqual(posts[0].tool_choice, { type: 'mcp', server_label: MCP_LABEL });
+    // The model was offered the server's tools, and read the outputs.
+    const reqs = await upstream.requests();
+    assert.equal(reqs.length, 2);
+    const offered = reqs[0].tools.map((t) => t.function.name);
+    for (const t of ['echo', 'slow', 'fail', 'nested']) assert.ok(offered.includes(`${MCP_LABEL}__${t}`), offered.join());
+    const results = reqs[1].messages.filter((m) => m.role === 'tool').map(textOf);
+    assert.equal(results.length, 2);
+    assert.ok(results[0].includes(ECHO), results[0]);
+    assert.deepEqual((await mcpCalls(mcp)).map((p) => p.name).sort(), ['echo', 'fail'], 'both called (in parallel)');
+
+    // The listing: one entry, collapsed, "Listed 4 tools from demo".
+    const list = page.locator('details.tool-mcp_list_tools');
+    assert.equal(await list.count(), 1);
+    assert.equal(await list.locator('.tool-title').textContent(), `Listed 4 tools from ${MCP_LABEL}`);
+    assert.equal(await list.locator('.badge').first().textContent(), 'completed');
+    assert.equal(await list.evaluate((d) => d.open), false, 'collapsed by default');
+    assert.equal(await list.locator('.mcp-tool-name').first().isVisible(), false);
+    // The calls: one entry each, collapsed, "demo · echo" completed and "demo · fail" failed.
+    const calls = page.locator('details.tool-mcp_call');
+    assert.equal(await calls.count(), 2);
+    const [echo, fail] = [calls.nth(0), calls.nth(1)];
+    assert.equal(await echo.locator('.tool-title').textContent(), `${MCP_LABEL} · echo`);
+    assert.equal(await echo.locator('.badge').textContent(), 'completed');
+    assert.equal(await fail.locator('.tool-title').textContent(), `${MCP_LABEL} · fail`);
+    assert.equal(await fail.locator('.badge').textContent(), 'failed');
+    assert.equal(await fail.evaluate((d) => d.classList.contains('failed')), true);
+    for (const c of [echo, fail]) assert.equal(await c.evaluate((d) => d.open), false, 'collapsed by default');
+    assert.equal(await echo.locator('.tool-result').isVisible(), false);
+    assert.ok(await list.evaluate((l, c) => !!(l.compareDocumentPosition(c) & Node.DOCUMENT_POSITION_FOLLOWING), await echo.elementHandle()),
+      'the listing comes before the calls');
+    assert.equal(await page.locator('.answer .text').textContent(), 'The server echoed it back; the other tool failed.');
+    await shot(page, '13-mcp-collapsed');
+
+    // Opened: the listed tools with their descriptions; the call's arguments and output (as
+    // text: the markup in it is not HTML); the failed call's error.
+    await list.locator('summary').click();
+    assert.equal(await list.locator('.mcp-tool-name').first().isVisible(), true);
+    assert.deepEqual((await list.locator('.mcp-tool-name').allTextContents()).sort(), ['echo', 'fail', 'nested', 'slow']);
+    const echoTool = list.locator('li', { has: page.locator('.mcp-tool-name', { hasText: /^echo$/ }) });
+    assert.equal(await echoTool.locator('.mcp-tool-description').textContent(), 'Return the given text unchanged.');
+    await echo.locator('summary').click();
+    assert.equal(await echo.locator('.tool-result').isVisible(), true);
+    assert.equal(await echo.locator('.tool-result').textContent(), ECHO);
+    assert.equal(await echo.locator('b').count(), 0, 'the output is text, not HTML');
+    assert.deepEqual(JSON.parse(await echo.locator('.tool-input').textContent()), { text: ECHO });
+    await fail.locator('summary').click();
+    assert.match(await fail.locator('.tool-error').textContent(), /the fixture fails on purpose/);
+    assert.deepEqual(consoleErrors.filter((e) => !/vector_stores|404/.test(e)), []);
+    await shot(page, '14-mcp-expanded');
+    await page.close();
+  });
+
+  // Approvals: require_approval "always" (the page's default).
+  for (const mode of ['previous', 'replay']) {
+    test(`mcp approvals (${mode === 'previous' ? 'previous_response_id' : 'replayed history, store off'}): Approve sends mcp_approval_response; the call runs and the model answers`, async () => {
+      const { page, posts, consoleErrors } = await openPage({ on: mcpGateway });
+      await page.selectOption('#history-mode', mode);
+      await switchMcp(page, { url: mcp.url, approval: true });
+      await upstream.push({ tool_calls: [echoCall('approve me')] }, { text: chunks('Approved, and the server echoed it.', 6) });
+      await ask(page, 'Echo with my approval');
+
+      assert.equal(posts.length, 1);
+      assert.equal(posts[0].tools[0].require_approval, 'always');
+      // The approval request: tool and arguments, both buttons on; nothing called yet.
+      const box = page.locator('.approval');
+      assert.equal(await box.count(), 1);
+      assert.equal(await box.locator('.tool-title').textContent(), `${MCP_LABEL} · echo`);
+      assert.deepEqual(JSON.parse(await box.locator('.tool-input').textContent()), { text: 'approve me' });
+      assert.equal(await box.locator('button.approve').isEnabled(), true);
+      assert.equal(await box.locator('button.deny').isEnabled(), true);
+      assert.equal(await page.locator('details.tool-mcp_call').count(), 0);
+      assert.deepEqual(await mcpCalls(mcp), [], 'not called before the approval');
+      const id = await box.getAttribute('data-request-id');
+      assert.match(id, /^mcpr_/);
+      await shot(page, `15-mcp-approval-request-${mode}`);
+
+      await page.evaluate(() => { delete document.body.dataset.idle; });
+      await box.locator('button.approve').click();
+      await page.waitForSelector('body[data-idle="true"]', { timeout: 30_000 });
+
+      // What the page sent: the approval, after the history or on the previous response.
+      assert.equal(posts.length, 2);
+      const answer = { type: 'mcp_approval_response', approval_request_id: id, approve: true };
+      assert.deepEqual(posts[1].tools, posts[0].tools, 'the same tools');
+      if (mode === 'previous') {
+        assert.match(posts[1].previous_response_id, /^resp_/);
+        assert.deepEqual(posts[1].input, [answer]);
+      } else {
+        assert.equal(posts[1].previous_response_id, undefined);
+        assert.equal(posts[1].store, false);
+        assert.deepEqual(posts[1].input.map((i) => i.type), ['message', 'mcp_list_tools', 'mcp_approval_request', 'mcp_approval_response']);
+        assert.equal(posts[1].input[2].id, id);
+        assert.deepEqual(posts[1].input[3], answer);
+      }
+      // The box says so and takes no second answer.
+      assert.equal(await box.getAttribute('data-decision'), 'approved');
+      assert.equal(await box.locator('.badge').textContent(), 'approved');
+      assert.equal(await box.locator('button.approve').isDisabled(), true);
+      assert.equal(await box.locator('button.deny').isDisabled(), true);
+      assert.equal(await box.locator('button.approve').getAttribute('aria-pressed'), 'true');
+      assert.equal(await box.locator('button.deny').getAttribute('aria-pressed'), null);
+      // The call ran on the server, and is shown in the continuation with its output.
+      assert.deepEqual((await mcpCalls(mcp)).map((p) => [p.name, p.arguments]), [['echo', { text: 'approve me' }]]);
+      const call = page.locator('details.tool-mcp_call');
+      assert.equal(await call.count(), 1);
+      assert.equal(await call.locator('.badge').textContent(), 'completed');
+      await call.locator('summary').click();
+      assert.equal(await call.locator('.tool-result').textContent(), 'approve me');
+      assert.match(await call.locator('.tool-body').textContent(), new RegExp(`Approved .*${id}`));
+      assert.equal(await page.locator('.answer .text').last().textContent(), 'Approved, and the server echoed it.');
+      assert.deepEqual(consoleErrors.filter((e) => !/vector_stores|404/.test(e)), []);
+      await shot(page, `16-mcp-approved-${mode}`);
+      await page.close();
+    });
+  }
+
+  test('mcp approvals: Deny sends approve:false; nothing is called and the model answers (390 px wide)', async () => {
+    const { page, posts } = await openPage({ on: mcpGateway, width: 390, height: 844 });
+    await page.click('#settings summary');
+    await switchMcp(page, { url: mcp.url });
+    await upstream.push({ tool_calls: [echoCall('deny me')] }, { text: chunks('Understood, I will not call it.', 6) });
+    await ask(page, 'Echo, if I allow it');
+    const box = page.locator('.approval');
+    const id = await box.getAttribute('data-request-id');
+    await page.evaluate(() => { delete document.body.dataset.idle; });
+    await box.locator('button.deny').click();
+    await page.waitForSelector('body[data-idle="true"]', { timeout: 30_000 });
+
+    assert.equal(posts.length, 2);
+    assert.deepEqual(posts[1].input, [{ type: 'mcp_approval_response', approval_request_id: id, approve: false }]);
+    assert.equal(await box.getAttribute('data-decision'), 'denied');
+    assert.equal(await box.locator('.badge').textContent(), 'denied');
+    assert.equal(await box.locator('button.approve').isDisabled(), true);
+    assert.equal(await box.locator('button.deny').getAttribute('aria-pressed'), 'true');
+    assert.deepEqual(await mcpCalls(mcp), [], 'nothing called');
+    assert.equal(await page.locator('details.tool-mcp_call').count(), 0, 'no call entry');
+    // The model was asked again (told of the denial) and its answer is shown.
+    assert.equal((await upstream.requests()).length, 2);
+    assert.equal(await page.locator('.answer .text').last().textContent(), 'Understood, I will not call it.');
+    // At phone width, with the entries open, nothing sticks out.
+    await page.$$eval('details', (ds) => ds.forEach((d) => { d.open = true; }));
+    const wide = await page.evaluate(() => [...document.querySelectorAll('body *')]
+      .filter((e) => !e.closest('.skip, .visually-hidden'))
+      .filter((e) => e.getBoundingClientRect().right > document.documentElement.clientWidth + 0.5)
+      .map((e) => `${e.tagName}.${e.className}`));
+    assert.deepEqual(wide, []);
+    assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth));
+    await shot(page, '17-mcp-denied-390px');
+    await page.close();
+  });
+
+  test('mcp approvals beside a browser tool call: the browser runs its tool at once, its output goes with the answer', async () => {
+    const { page, posts } = await openPage({ on: mcpGateway });
+    await switchMcp(page, { url: mcp.url });
+    await upstream.push(
+      { tool_calls: [echoCall('mixed'), { name: 'get_browser_time', arguments: '{"time_zone":"UTC"}' }] },
+      { text: ['Echoed, and it is late.'] },
+    );
+    await ask(page, 'Echo, and what time is it?');
+    // The turn stopped at the approval: the browser tool already ran, nothing was sent yet.
+    assert.equal(posts.length, 1);
+    assert.match(await page.locator('details.tool-function_call .badge').textContent(), /ran in the browser/);
+    const box = page.locator('.approval');
+    const id = await box.getAttribute('data-request-id');
+    await page.evaluate(() => { delete document.body.dataset.idle; });
+    await box.locator('button.approve').click();
+    await page.waitForSelector('body[data-idle="true"]', { timeout: 30_000 });
+
+    assert.equal(posts.length, 2);
+    assert.deepEqual(posts[1].input.map((i) => i.type), ['function_call_output', 'mcp_approval_response']);
+    assert.equal(JSON.parse(posts[1].input[0].output).time_zone, 'UTC');
+    assert.deepEqual(posts[1].input[1], { type: 'mcp_approval_response', approval_request_id: id, approve: true });
+    assert.deepEqual((await mcpCalls(mcp)).map((p) => p.arguments), [{ text: 'mixed' }]);
+    // The model read both results.
+    const reqs = await upstream.requests();
+    assert.equal(reqs.length, 2);
+    const results = reqs[1].messages.filter((m) => m.role === 'tool').map(textOf);
+    assert.ok(results.some((r) => r.includes('mixed')), results.join(' | '));
+    assert.ok(results.some((r) => r.includes('"time_zone":"UTC"')), results.join(' | '));
+    assert.equal(await page.locator('.answer .text').last().textContent(), 'Echoed, and it is late.');
+    await shot(page, '18a-mcp-approval-and-browser-tool');
+    await page.close();
+  });
+
+  test('mcp approvals: two requests in one response are answered together, each once', async () => {
+    const { page, posts } = await openPage({ on: mcpGateway });
+    await switchMcp(page, { url: mcp.url });
+    await upstream.push({ tool_calls: [echoCall('first'), echoCall('second')] }, { text: ['One ran, one did not.'] });
+    await ask(page, 'Echo twice');
+    const boxes = page.locator('.approval');
+    assert.equal(await boxes.count(), 2);
+    const ids = await boxes.evaluateAll((bs) => bs.map((b) => b.dataset.requestId));
+    assert.notEqual(ids[0], ids[1]);
+    // The first answer waits for the second.
+    await boxes.nth(0).locator('button.approve').click();
+    await page.waitForFunction(() => /1 still open/.test(document.querySelector('.approval .approval-status').textContent));
+    assert.equal(posts.length, 1, 'nothing sent while an answer is missing');
+    assert.equal(await boxes.nth(0).locator('button.deny').isDisabled(), true);
+    assert.equal(await boxes.nth(1).locator('button.deny').isEnabled(), true);
+    await page.evaluate(() => { delete document.body.dataset.idle; });
+    await boxes.nth(1).locator('button.deny').click();
+    await page.waitForSelector('body[data-idle="true"]', { timeout: 30_000 });
+
+    assert.equal(posts.length, 2);
+    assert.deepEqual(posts[1].input, [
+      { type: 'mcp_approval_response', approval_request_id: ids[0], approve: true },
+      { type: 'mcp_approval_response', approval_request_id: ids[1], approve: false },
+    ]);
+    assert.deepEqual((await mcpCalls(mcp)).map((p) => p.arguments), [{ text: 'first' }]);
+    assert.equal(await page.locator('details.tool-mcp_call').count(), 1);
+    assert.equal(await page.locator('.answer .text').last().textContent(), 'One ran, one did not.');
+    // A new message afterwards carries no answer again.
+    await upstream.push({ text: ['Fine.'] });
+    await ask(page, 'Thanks');
+    assert.equal(posts.length, 3);
+    assert.deepEqual(posts[2].input.map((i) => i.type), ['message']);
+    await shot(page, '18-mcp-two-approvals');
     await page.close();
   });
 });

@@ -3,7 +3,7 @@
 
 import {
   SseParser, toolSettings, replayable, isCommentary, pendingFunctionCalls, runBrowserTool,
-  segmentText, safeUrl, errorMessage, BROWSER_TOOLS,
+  segmentText, safeUrl, errorMessage, BROWSER_TOOLS, pendingApprovals, approvalResponses, mcpErrorText,
 } from './lib.js';
 import { renderMarkdown, citationRef } from './markdown.js';
 
@@ -16,6 +16,10 @@ const state = {
   busy: false,
   controller: null,
   seq: 0,               // render order of transcript steps (data-seq), for readers and tests
+  // MCP approval requests of the last response, waiting for Approve / Deny:
+  // {requests: [{item, ui, approve: null|bool}], carry: [items sent with the answers], tools}.
+  open: null,
+  answered: new Set(),  // approval request ids already sent (the gateway refuses one twice)
 };
 
 // ---------------------------------------------------------------- small DOM helpers
@@ -86,9 +90,41 @@ function currentSettings() {
     packageVersion: $('tool-package_version').checked,
     fileSearch: $('tool-file_search').checked && !$('tool-file_search').disabled,
     vectorStoreIds: store.value ? [store.value] : [],
+    mcp: $('tool-mcp').checked
+      ? { url: $('mcp-url').value, label: $('mcp-label').value, approval: $('mcp-approval').checked }
+      : null,
     browserTime: $('tool-get_browser_time').checked,
     toolChoice: $('tool-choice').value,
   };
+}
+
+const MCP_NOTE = "The gateway's operator must allow the server ([mcp] in its configuration).";
+
+/** Shows a problem with the MCP fields under them and marks the field ('url' or 'label'). */
+function mcpProblem(message, field) {
+  const note = $('mcp-note');
+  note.textContent = message;
+  note.classList.add('warn');
+  for (const id of ['mcp-url', 'mcp-label']) $(id).removeAttribute('aria-invalid');
+  if (field) $(field === 'label' ? 'mcp-label' : 'mcp-url').setAttribute('aria-invalid', 'true');
+}
+
+function mcpProblemCleared() {
+  const note = $('mcp-note');
+  if (!note.classList.contains('warn')) return;
+  note.textContent = MCP_NOTE;
+  note.classList.remove('warn');
+  for (const id of ['mcp-url', 'mcp-label']) $(id).removeAttribute('aria-invalid');
+}
+
+/** A 400 naming the request's mcp tool (`tools[i]…`, e.g. a server_url the operator does not
+ * allow) is also shown under the MCP fields. */
+function mcpRefusal(detail, body) {
+  const param = detail && detail.error && typeof detail.error.param === 'string' ? detail.error.param : '';
+  const m = /^tools\[(\d+)\](?:\.(\w+))?/.exec(param);
+  const tool = m && Array.isArray(body.tools) ? body.tools[Number(m[1])] : null;
+  if (!tool || tool.type !== 'mcp') return;
+  mcpProblem(`The gateway refused the MCP server: ${errorMessage(detail, 'refused')}`, m[2] === 'server_label' ? 'label' : 'url');
 }
 
 /** Keeps the named entries of the tool_choice selector in step with the switched-on tools. */
@@ -241,6 +277,9 @@ class ResponseView {
       case 'function_call': view = this.functionCall(item); break;
       case 'custom_tool_call_output':
       case 'function_call_output': view = this.callOutput(item); break;
+      case 'mcp_list_tools': view = this.mcpListTools(item); break;
+      case 'mcp_call': view = this.mcpCall(item); break;
+      case 'mcp_approval_request': view = this.approvalRequest(item); break;
       default: {
         const e = this.entry(item.type || 'item', '', item.status || '');
         view = { item, update: (it) => { e.body.replaceChildren(el('pre', { text: JSON.stringify(it, null, 2) })); } };
@@ -440,6 +479,143 @@ class ResponseView {
     return view;
   }
 
+  // --- MCP: the listing and the calls are collapsible entries; an approval request is a box
+  // with Approve / Deny (enabled once its response has ended, see offerApprovals).
+  mcpListTools(item) {
+    const label = item.server_label || 'mcp';
+    const e = this.entry('mcp_list_tools', `listing the tools of ${label}…`, 'in_progress');
+    const view = {
+      status(s) {
+        e.badge.textContent = s;
+        e.details.classList.toggle('failed', s === 'failed');
+      },
+      update(it) {
+        const tools = Array.isArray(it.tools) ? it.tools.filter((t) => t && typeof t === 'object') : [];
+        const failed = it.error !== null && it.error !== undefined && it.error !== '';
+        e.details.classList.toggle('failed', failed);
+        e.details.classList.toggle('executed', !failed);
+        if (failed) {
+          e.title.textContent = `Could not list the tools of ${label}`;
+          e.badge.textContent = 'failed';
+          e.body.replaceChildren(el('p', { class: 'label', text: 'Error' }), el('pre', { class: 'tool-error', text: mcpErrorText(it.error) }));
+          return;
+        }
+        e.title.textContent = `Listed ${plural(tools.length, 'tool')} from ${label}`;
+        e.badge.textContent = 'completed';
+        if (!tools.length) {
+          e.body.replaceChildren(el('p', { class: 'note', text: 'The server has no tools (or none is allowed).' }));
+          return;
+        }
+        e.body.replaceChildren(el('ul', { class: 'mcp-tools' }, ...tools.map((t) => {
+          const a = t.annotations && typeof t.annotations === 'object' ? t.annotations : {};
+          const readOnly = a.read_only === true || a.readOnlyHint === true;
+          return el('li', {},
+            el('code', { class: 'mcp-tool-name', text: String(t.name || '') }),
+            readOnly ? el('span', { class: 'badge', text: 'read-only' }) : null,
+            t.description ? el('span', { class: 'mcp-tool-description', text: String(t.description) }) : null);
+        })));
+      },
+    };
+    return view;
+  }
+
+  mcpCall(item) {
+    const label = item.server_label || 'mcp';
+    const e = this.entry('mcp_call', `${label} · ${item.name || ''}`, 'calling on the gateway');
+    const approved = el('p', { class: 'note', hidden: true });
+    const args = el('pre', { class: 'tool-input', text: item.arguments ? pretty(item.arguments) : '' });
+    const result = el('div', { class: 'tool-output-slot' });
+    e.body.append(approved, el('p', { class: 'label', text: 'Arguments' }), args, result);
+    const view = {
+      append(delta) { args.textContent += delta; },
+      setArguments(a) { if (typeof a === 'string') args.textContent = pretty(a); },
+      status(s) {
+        e.badge.textContent = s === 'in_progress' ? 'calling on the gateway' : s;
+        e.details.classList.toggle('failed', s === 'failed');
+        e.details.classList.toggle('executed', s === 'completed');
+      },
+      update(it) {
+        e.title.textContent = `${it.server_label || label} · ${it.name || ''}`;
+        if (typeof it.arguments === 'string' && it.arguments) args.textContent = pretty(it.arguments);
+        if (it.approval_request_id) {
+          approved.hidden = false;
+          approved.textContent = `Approved in this conversation (${it.approval_request_id}).`;
+        }
+        const failed = it.status === 'failed' || (it.error !== null && it.error !== undefined);
+        const blocks = [];
+        if (failed && it.error !== null && it.error !== undefined) {
+          blocks.push(el('p', { class: 'label', text: 'Error' }), el('pre', { class: 'tool-error', text: mcpErrorText(it.error) }));
+        }
+        if (typeof it.output === 'string') {
+          blocks.push(el('p', { class: 'label', text: 'Output (executed on the gateway)' }), el('pre', { class: 'tool-result', text: it.output }));
+        }
+        result.replaceChildren(...blocks);
+        view.status(failed ? 'failed' : (it.status || 'completed'));
+      },
+    };
+    return view;
+  }
+
+  approvalRequest(item) {
+    const label = item.server_label || 'mcp';
+    const title = `${label} · ${item.name || ''}`;
+    const badge = el('span', { class: 'badge', text: 'waiting' });
+    const approve = el('button', { type: 'button', class: 'approve', disabled: true, text: 'Approve' });
+    const deny = el('button', { type: 'button', class: 'deny secondary', disabled: true, text: 'Deny' });
+    const args = el('pre', { class: 'tool-input', text: pretty(item.arguments || '') });
+    const status = el('p', { class: 'note approval-status', role: 'status' });
+    const box = stamp(el('div', { class: 'tool approval', role: 'group', 'aria-label': `Approval request: ${title}`, 'data-request-id': item.id },
+      el('p', { class: 'approval-head' },
+        el('span', { class: 'tool-kind', text: 'mcp_approval_request' }),
+        el('span', { class: 'tool-title', text: title }),
+        badge),
+      el('p', { class: 'approval-question', text: `The model asks to call ${item.name || 'a tool'} on the MCP server ${label}. Run it?` }),
+      el('p', { class: 'label', text: 'Arguments' }),
+      args,
+      el('div', { class: 'approval-buttons' }, approve, deny),
+      status));
+    this.section.append(box);
+    const view = {
+      box,
+      update(it) {
+        args.textContent = pretty(it.arguments || '');
+      },
+      /** Enables the buttons; `decide(approve)` is called once, on the first click. */
+      offer(decide) {
+        approve.disabled = false;
+        deny.disabled = false;
+        const click = (yes) => () => {
+          if (box.dataset.decision) return;
+          view.decided(yes);
+          decide(yes);
+        };
+        approve.addEventListener('click', click(true));
+        deny.addEventListener('click', click(false));
+      },
+      decided(yes) {
+        approve.disabled = true;
+        deny.disabled = true;
+        (yes ? approve : deny).classList.add('chosen');
+        (yes ? approve : deny).setAttribute('aria-pressed', 'true');
+        box.dataset.decision = yes ? 'approved' : 'denied';
+        badge.textContent = yes ? 'approved' : 'denied';
+        box.classList.add(yes ? 'approved' : 'denied');
+      },
+      note(text) { status.textContent = text; },
+      /** The conversation went on without an answer: the buttons stay off. */
+      expire() {
+        approve.disabled = true;
+        deny.disabled = true;
+        if (!box.dataset.decision) {
+          box.dataset.decision = 'unanswered';
+          badge.textContent = 'not answered';
+          status.textContent = 'Not answered: the conversation went on.';
+        }
+      },
+    };
+    return view;
+  }
+
   /** Puts a tool output under its call's entry (or on its own when there is no such call). */
   callOutput(item) {
     const call = [...this.items.values()].find((v) => v.call_id && v.call_id === item.call_id);
@@ -482,16 +658,15 @@ function renderNote(n, scope) {
 
 // ---------------------------------------------------------------- one request
 
-function requestBody(newItems, toolChoiceOverride) {
-  const s = currentSettings();
-  const ts = toolSettings({ ...s, toolChoice: toolChoiceOverride || s.toolChoice });
+/** The request of one round: `tools` is the turn's {tools, include, toolChoice}. */
+function requestBody(newItems, tools) {
   const mode = $('history-mode').value;
   const body = { model: $('model').value || undefined, stream: true };
-  if (ts.tools.length) {
-    body.tools = ts.tools;
-    body.tool_choice = ts.toolChoice;
+  if (tools.tools.length) {
+    body.tools = tools.tools;
+    body.tool_choice = tools.toolChoice;
   }
-  if (ts.include.length) body.include = ts.include;
+  if (tools.include.length) body.include = tools.include;
   if (mode === 'previous' && state.lastResponseId) {
     body.previous_response_id = state.lastResponseId;
     body.input = newItems;
@@ -526,6 +701,7 @@ async function streamResponse(body, view) {
       detail = null;
     }
     if (res.status === 401) askForKey(detail);
+    if (res.status === 400) mcpRefusal(detail, body);
     view.error(`HTTP ${res.status}: ${errorMessage(detail, res.statusText || 'request failed')}`);
     return null;
   }
@@ -584,7 +760,8 @@ function handleEvent(ev, view) {
     case 'response.reasoning_summary_text.delta':
     case 'response.reasoning_text.delta':
     case 'response.function_call_arguments.delta':
-    case 'response.custom_tool_call_input.delta': {
+    case 'response.custom_tool_call_input.delta':
+    case 'response.mcp_call_arguments.delta': {
       const v = view.get(ev.output_index);
       if (v && v.append) v.append(ev.delta || '');
       scrollToEnd();
@@ -612,9 +789,20 @@ function handleEvent(ev, view) {
     case 'response.web_search_call.completed':
     case 'response.file_search_call.in_progress':
     case 'response.file_search_call.searching':
-    case 'response.file_search_call.completed': {
+    case 'response.file_search_call.completed':
+    case 'response.mcp_list_tools.in_progress':
+    case 'response.mcp_list_tools.completed':
+    case 'response.mcp_list_tools.failed':
+    case 'response.mcp_call.in_progress':
+    case 'response.mcp_call.completed':
+    case 'response.mcp_call.failed': {
       const v = view.get(ev.output_index);
       if (v && v.status) v.status(type.split('.').pop());
+      return null;
+    }
+    case 'response.mcp_call_arguments.done': {
+      const v = view.get(ev.output_index);
+      if (v && v.setArguments) v.setArguments(ev.arguments);
       return null;
     }
     case 'error':
@@ -637,61 +825,135 @@ function handleEvent(ev, view) {
 
 // ---------------------------------------------------------------- a turn, with the browser tool loop
 
-async function runTurn(text) {
-  const userItem = { type: 'message', role: 'user', content: [{ type: 'input_text', text }] };
-  $('log').append(stamp(el('div', { class: 'user' }, el('span', { class: 'label', text: 'You' }), el('p', { class: 'text', text }))));
-  let newItems = [userItem];
-  let toolChoice = null;
+/**
+ * Sends `newItems` (a user message, tool outputs, approval answers) and the rounds that
+ * follow: the browser runs its tool calls and sends their outputs, until a response has none
+ * left. Every round declares the same `tools` ({tools, include, toolChoice}; rounds after the
+ * first use tool_choice auto). A response that ends with MCP approval requests ends the turn
+ * and offers Approve / Deny (offerApprovals).
+ */
+async function converse(newItems, tools, label) {
+  let roundTools = tools;
   for (let round = 0; round <= MAX_BROWSER_ROUNDS; round++) {
-    const body = requestBody(newItems, toolChoice);
+    const body = requestBody(newItems, roundTools);
     const how = body.previous_response_id ? `previous_response_id ${body.previous_response_id}` : `${body.input.length} input item${body.input.length === 1 ? '' : 's'}${body.store ? '' : ', store: false'}`;
-    const view = new ResponseView(round === 0 ? `Assistant (${how})` : `Assistant, after the browser tool (${how})`);
+    const view = new ResponseView(round === 0 ? `${label} (${how})` : `Assistant, after the browser tool (${how})`);
     const response = await streamResponse(body, view);
     if (!response || response.status === 'failed') return;
     const output = Array.isArray(response.output) ? response.output : [];
     state.history = state.history.concat(newItems, replayable(output));
     state.lastResponseId = body.store ? response.id || null : null;
-    const pending = pendingFunctionCalls(output);
-    if (!pending.length || response.status !== 'completed') {
+    const pending = response.status === 'completed' ? pendingFunctionCalls(output) : [];
+    const approvals = response.status === 'completed' ? pendingApprovals(output, state.answered) : [];
+    if (!pending.length && !approvals.length) {
       announce('Answer complete.');
       return;
     }
-    if (round === MAX_BROWSER_ROUNDS) {
+    if (round === MAX_BROWSER_ROUNDS && !approvals.length) {
       view.error(`Stopped after ${MAX_BROWSER_ROUNDS} browser tool rounds.`);
       return;
     }
     // The model's turn ended with client calls: run them here, then resume with their outputs.
-    newItems = [];
-    for (const call of pending) {
-      const slot = [...view.items.values()].find((v) => v.call_id === call.call_id);
-      const out = runBrowserTool(call.name, call.arguments);
-      const block = stamp(el('div', { class: 'tool-output browser-run' },
-        el('p', { class: 'label', text: 'Output (ran in this browser)' }),
-        el('pre', { text: pretty(out) })));
-      if (slot) {
-        slot.output.append(block);
-        slot.entry.badge.textContent = 'ran in the browser';
-        slot.entry.details.classList.add('executed');
-      } else {
-        view.section.append(block);
-      }
-      newItems.push({ type: 'function_call_output', call_id: call.call_id, output: out });
+    newItems = runBrowserCalls(pending, view);
+    roundTools = { ...tools, toolChoice: 'auto' };
+    if (approvals.length) {
+      // Their outputs go with the answers to the approval requests (or the next message).
+      offerApprovals(view, approvals, newItems, roundTools);
+      return;
     }
-    toolChoice = 'auto';
   }
 }
 
-async function send() {
-  const prompt = $('prompt');
-  const text = prompt.value.trim();
-  if (!text || state.busy) return;
-  prompt.value = '';
+/** Runs the browser's pending function calls of `view`'s response; returns their outputs. */
+function runBrowserCalls(pending, view) {
+  const outputs = [];
+  for (const call of pending) {
+    const slot = [...view.items.values()].find((v) => v.call_id === call.call_id);
+    const out = runBrowserTool(call.name, call.arguments);
+    const block = stamp(el('div', { class: 'tool-output browser-run' },
+      el('p', { class: 'label', text: 'Output (ran in this browser)' }),
+      el('pre', { text: pretty(out) })));
+    if (slot) {
+      slot.output.append(block);
+      slot.entry.badge.textContent = 'ran in the browser';
+      slot.entry.details.classList.add('executed');
+    } else {
+      view.section.append(block);
+    }
+    outputs.push({ type: 'function_call_output', call_id: call.call_id, output: out });
+  }
+  return outputs;
+}
+
+/**
+ * A response ended with MCP approval requests: each gets Approve / Deny. Once every one has
+ * an answer, the answers (`mcp_approval_response`) are sent together, with `carry` (the
+ * browser's tool outputs of that response) and the same tools; each id is sent once.
+ */
+function offerApprovals(view, approvals, carry, tools) {
+  const open = { requests: [], carry, tools };
+  for (const item of approvals) {
+    const ui = [...view.items.values()].find((v) => v.item && v.item.id === item.id && v.offer);
+    if (!ui) continue;
+    const request = { item, ui, approve: null };
+    open.requests.push(request);
+    ui.offer((approve) => {
+      request.approve = approve;
+      answerApprovals(open);
+    });
+  }
+  if (!open.requests.length) return;
+  state.open = open;
+  const n = open.requests.length;
+  announce(n === 1 ? 'The model asks to call an MCP tool: approve or deny it.' : `The model asks to call ${n} MCP tools: approve or deny each.`);
+}
+
+/** Sends the answers of `open` once each of its requests has one. */
+function answerApprovals(open) {
+  if (state.open !== open) return;
+  const waiting = open.requests.filter((r) => r.approve === null);
+  for (const r of open.requests) {
+    if (r.approve === null) continue;
+    r.ui.note(waiting.length
+      ? `${r.approve ? 'Approved' : 'Denied'}; sent with the other answer${waiting.length === 1 ? '' : 's'} (${waiting.length} still open).`
+      : `${r.approve ? 'Approved' : 'Denied'}; sent.`);
+  }
+  if (waiting.length) return;
+  if (state.busy) return; // cannot happen: a new turn closes the open requests first
+  state.open = null;
+  const decisions = open.requests.filter((r) => !state.answered.has(r.item.id)).map((r) => ({ id: r.item.id, approve: r.approve }));
+  for (const d of decisions) state.answered.add(d.id);
+  const yes = decisions.filter((d) => d.approve).length;
+  const what = yes === decisions.length ? 'the approval' : yes === 0 ? 'the denial' : 'the answers';
+  busyWhile(() => converse(open.carry.concat(approvalResponses(decisions)), open.tools, `Assistant, after ${what}`));
+}
+
+/** Closes approval requests left unanswered (the user sent a message instead); returns the
+ * items that were to go with their answers. */
+function closeApprovals() {
+  const open = state.open;
+  state.open = null;
+  if (!open) return [];
+  for (const r of open.requests) r.ui.expire();
+  return open.carry;
+}
+
+async function runTurn(text, tools) {
+  const userItem = { type: 'message', role: 'user', content: [{ type: 'input_text', text }] };
+  const carry = closeApprovals();
+  $('log').append(stamp(el('div', { class: 'user' }, el('span', { class: 'label', text: 'You' }), el('p', { class: 'text', text }))));
+  await converse(carry.concat([userItem]), tools, 'Assistant');
+}
+
+/** Runs `work` as the page's one request in flight: Send off, Stop shown. */
+async function busyWhile(work) {
   state.busy = true;
+  delete document.body.dataset.idle;
   $('send').disabled = true;
   $('stop').hidden = false;
   $('log').setAttribute('aria-busy', 'true');
   try {
-    await runTurn(text);
+    await work();
   } finally {
     state.busy = false;
     state.controller = null;
@@ -699,8 +961,26 @@ async function send() {
     $('stop').hidden = true;
     $('log').setAttribute('aria-busy', 'false');
     document.body.dataset.idle = 'true';
-    prompt.focus();
   }
+}
+
+async function send() {
+  const prompt = $('prompt');
+  const text = prompt.value.trim();
+  if (!text || state.busy) return;
+  const tools = toolSettings(currentSettings());
+  if (tools.mcpError) {
+    // Nothing is sent: the message stays in its box, the field with the problem gets focus.
+    mcpProblem(tools.mcpError.message, tools.mcpError.field);
+    $('settings').open = true;
+    $(tools.mcpError.field === 'label' ? 'mcp-label' : 'mcp-url').focus();
+    announce(tools.mcpError.message);
+    document.body.dataset.idle = 'true';
+    return;
+  }
+  prompt.value = '';
+  await busyWhile(() => runTurn(text, tools));
+  prompt.focus();
 }
 
 // ---------------------------------------------------------------- wiring
@@ -728,11 +1008,15 @@ function init() {
     box.addEventListener('change', refreshToolChoice);
   }
   $('vector-store').addEventListener('change', refreshToolChoice);
+  for (const id of ['mcp-url', 'mcp-label']) $(id).addEventListener('input', mcpProblemCleared);
+  $('tool-mcp').addEventListener('change', mcpProblemCleared);
   $('stop').addEventListener('click', () => state.controller && state.controller.abort());
   $('new-chat').addEventListener('click', () => {
     if (state.controller) state.controller.abort();
     state.history = [];
     state.lastResponseId = null;
+    state.open = null;
+    state.answered = new Set();
     $('log').replaceChildren();
     announce('New conversation.');
     $('prompt').focus();

@@ -105,15 +105,50 @@ export function runBrowserTool(name, argumentsJson) {
   }
 }
 
+/** What an MCP `server_label` may be (the gateway's rule). */
+export const MCP_LABEL_RE = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * The `{"type":"mcp"}` declaration of the page's MCP fields {url, label, approval}: `{tool}`,
+ * or `{error, field}` (a sentence for the page; field 'url' or 'label') when the URL is empty
+ * or not http(s), or the label is not one the gateway takes. An empty label is "mcp". `approval` (ask before each call)
+ * is `require_approval: "always"`, else "never". Whether the gateway may reach the URL is
+ * its operator's choice: it answers 400 when it may not.
+ */
+export function mcpTool({ url, label, approval } = {}) {
+  const address = typeof url === 'string' ? url.trim() : '';
+  if (!address) return { error: 'Enter the MCP server URL (http:// or https://).', field: 'url' };
+  let parsed;
+  try {
+    parsed = new URL(address);
+  } catch {
+    return { error: `The MCP server URL is not a URL: ${address}`, field: 'url' };
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    return { error: `The MCP server URL must start with http:// or https:// (not ${parsed.protocol}).`, field: 'url' };
+  }
+  const name = (typeof label === 'string' ? label.trim() : '') || 'mcp';
+  if (!MCP_LABEL_RE.test(name)) {
+    return { error: 'The MCP server label may only hold letters, digits, _ and - (at most 64).', field: 'label' };
+  }
+  return {
+    tool: { type: 'mcp', server_label: name, server_url: address, require_approval: approval ? 'always' : 'never' },
+  };
+}
+
 /**
  * The `tools`, `include` and `tool_choice` of a request from the page's switches:
- * {webSearch, packageVersion, fileSearch, vectorStoreIds, browserTime, toolChoice}.
- * toolChoice is 'auto' | 'required' | 'none' | 'tool:<name>'.
+ * {webSearch, packageVersion, fileSearch, vectorStoreIds, mcp, browserTime, toolChoice};
+ * mcp is null (switched off) or the MCP fields (see mcpTool); when they are not valid, the
+ * tool is left out and `mcpError` is {message, field}.
+ * toolChoice is 'auto' | 'required' | 'none' | 'tool:<name>'; 'tool:mcp' is
+ * `{"type":"mcp","server_label"}` (any tool of that server).
  */
 export function toolSettings(s) {
   const tools = [];
   const include = [];
   const named = {};
+  let mcpError = null;
   if (s.webSearch) {
     tools.push({ type: 'web_search' });
     include.push('web_search_call.action.sources');
@@ -128,6 +163,16 @@ export function toolSettings(s) {
     include.push('file_search_call.results');
     named.file_search = { type: 'file_search' };
   }
+  if (s.mcp) {
+    const m = mcpTool(s.mcp);
+    if (m.tool) {
+      tools.push(m.tool);
+      named.mcp = { type: 'mcp', server_label: m.tool.server_label };
+    } else {
+      mcpError = { message: m.error, field: m.field };
+      named.mcp = { type: 'mcp' }; // offered while the fields are being filled; not sent
+    }
+  }
   if (s.browserTime) {
     tools.push(BROWSER_TOOLS.get_browser_time.declaration);
     named.get_browser_time = { type: 'function', name: 'get_browser_time' };
@@ -137,7 +182,7 @@ export function toolSettings(s) {
     // A named tool that is switched off falls back to auto rather than a 400.
     toolChoice = named[toolChoice.slice(5)] || 'auto';
   }
-  return { tools, include, toolChoice, named: Object.keys(named) };
+  return { tools, include, toolChoice, named: Object.keys(named), mcpError };
 }
 
 /** Output items worth replaying as history: everything but commentary (progress) messages. */
@@ -155,6 +200,32 @@ export function isCommentary(item) {
 export function pendingFunctionCalls(output) {
   const answered = new Set((output || []).filter((i) => i.type === 'function_call_output').map((i) => i.call_id));
   return (output || []).filter((i) => i.type === 'function_call' && !answered.has(i.call_id));
+}
+
+/** MCP approval requests of a finished response, but those whose id is in `answered`. */
+export function pendingApprovals(output, answered = new Set()) {
+  return (output || []).filter((i) => i && i.type === 'mcp_approval_request' && typeof i.id === 'string' && !answered.has(i.id));
+}
+
+/** The `mcp_approval_response` input items of decisions [{id, approve}], in that order. */
+export function approvalResponses(decisions) {
+  return decisions.map((d) => ({ type: 'mcp_approval_response', approval_request_id: d.id, approve: d.approve === true }));
+}
+
+/** The text of an `mcp_call`'s error: null, a string, or an object
+ * {type, code?, message?, content?: [{type:"text", text}]}. */
+export function mcpErrorText(error) {
+  if (error === null || error === undefined) return '';
+  if (typeof error === 'string') return error;
+  if (typeof error !== 'object') return String(error);
+  const parts = [];
+  if (typeof error.message === 'string' && error.message) parts.push(error.message);
+  if (Array.isArray(error.content)) {
+    for (const c of error.content) if (c && typeof c.text === 'string' && c.text) parts.push(c.text);
+  }
+  const kind = [error.type, error.code].filter((x) => x !== undefined && x !== null && x !== '').join(' ');
+  if (!parts.length) return kind || JSON.stringify(error);
+  return kind ? `${parts.join('\n')} (${kind})` : parts.join('\n');
 }
 
 /** UTF-16 offsets of every code-point offset 0..n of `text` (annotation indices are code points). */

@@ -18,8 +18,8 @@ arrives after it has answered a `tools/list` (a server that goes away between li
 calling; deterministic, whatever the timing of the call).
 
 Imported (by the tests), the module gives the test side: `McpServerProc` (the script as a child
-process), `GarbageServer` (200 with non-MCP bytes to every request) and `DownPort` (a port that
-refuses connections). The `mcp` package is imported only when the script runs.
+process), `GarbageServer` (200 with non-MCP bytes to every request), `DownPort` (a port that
+refuses connections) and `SilentServer` (a port that never answers). The `mcp` package is imported only when the script runs.
 """
 
 from __future__ import annotations
@@ -293,6 +293,21 @@ class DownPort:
     def __init__(self) -> None:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class SilentServer:
+    """A loopback port that listens (the kernel completes TCP handshakes) but never accepts nor
+    answers: a server too slow to answer at all."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
         self.port = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}/mcp"
 

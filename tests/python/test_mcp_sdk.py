@@ -10,7 +10,7 @@ server's input schemas, an `mcp_call` item per call the gateway executes, the ou
 untrusted for the model.
 
 Covered: listing and calls non-streamed and streamed (typed items and events, event order,
-contiguous sequence numbers), a tool error (`isError`), a nested schema, server down / garbage /
+contiguous sequence numbers), a tool error (`isError`), a nested schema, server down / garbage / silent /
 gone between listing and calling, a call timeout, `allowed_tools` (list and filter forms),
 secrets (`headers`, `authorization`) only ever reaching the MCP server, the operator allowlist
 (no `[mcp]` config: 400 `tools[0].server_url` before any model call) and declaration 400s.
@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -594,33 +593,59 @@ def test_server_gone_between_listing_and_calling(env: McpEnv, upstream, tmp_path
         srv.close()
 
 
-@needs_gateway_mcp
-def test_call_timeout_is_a_failed_call(env: McpEnv, upstream, tmp_path: Path):
-    """[mcp] call_timeout_ms = 500 and a tool sleeping 5 s: the call fails, the turn goes on."""
+@contextlib.contextmanager
+def short_timeouts(env: McpEnv, upstream: harness.Upstream, logs: Path):
+    """A client on a gateway of its own whose [mcp] connect and call timeouts are 500 ms."""
     env.gw  # noqa: B018  (fails here when the module's MCP gateway did not start)
     try:
-        gw = start_mcp_gateway(upstream, tmp_path, RESPONSES_GATEWAY_MCP__CALL_TIMEOUT_MS="500")
+        gw = start_mcp_gateway(upstream, logs, RESPONSES_GATEWAY_MCP__CALL_TIMEOUT_MS="500",
+                               RESPONSES_GATEWAY_MCP__CONNECT_TIMEOUT_MS="500")
     except Exception as e:  # noqa: BLE001
-        pytest.fail(f"the gateway did not start with [mcp] call_timeout_ms: {e}", pytrace=False)
+        pytest.fail(f"the gateway did not start with [mcp] timeouts: {e}", pytrace=False)
     _register("mcp-gateway-timeout", gw.proc)
     client = openai.OpenAI(base_url=gw.api_base, api_key="test", max_retries=0, timeout=60)
     try:
-        upstream.push(call_round("demo__slow", {"seconds": 5}), DONE)
-        t0 = time.monotonic()
-        resp, body = mcp_create(client, model=MODEL, input="Be slow.", tools=[decl(env.server.url)], store=False)
-        elapsed = time.monotonic() - t0
-        assert resp.status == "completed" and resp.output_text == "done", harness.dumps(body)
-        call = resp.output[1]
-        assert isinstance(call, McpCall) and (call.name, call.status, call.output) == ("slow", "failed", None), sdk_dict(call)
-        assert call.error is not None, sdk_dict(call)
-        assert elapsed < 5.0, f"the call should time out after 0.5 s, the turn took {elapsed:.1f} s"
-        _, second = upstream.chat_bodies()
-        assert tool_result_for_model(second, "demo__slow").strip(), "the model is told the call failed"
+        yield client, gw
     finally:
         _register("mcp-gateway-timeout", None)
         client.close()
         gw.close()
         gw.proc.stop()
+
+
+@needs_gateway_mcp
+def test_call_timeout_is_a_failed_call(env: McpEnv, upstream, tmp_path: Path):
+    """[mcp] call_timeout_ms = 500 and a tool sleeping 5 s: the call fails, the turn goes on."""
+    with short_timeouts(env, upstream, tmp_path) as (client, _):
+        upstream.push(call_round("demo__slow", {"seconds": 5}), DONE)
+        resp, body = mcp_create(client, model=MODEL, input="Be slow.", tools=[decl(env.server.url)], store=False)
+        assert resp.status == "completed" and resp.output_text == "done", harness.dumps(body)
+        call = resp.output[1]
+        assert isinstance(call, McpCall) and (call.name, call.status, call.output) == ("slow", "failed", None), sdk_dict(call)
+        assert call.error is not None and "500 ms" in json.dumps(sdk_dict(call.error)), sdk_dict(call)
+        _, second = upstream.chat_bodies()
+        assert tool_result_for_model(second, "demo__slow").strip(), "the model is told the call failed"
+
+
+@needs_gateway_mcp
+def test_a_server_that_never_answers_fails_its_listing(env: McpEnv, upstream, tmp_path: Path):
+    """A server that takes the connection but never answers: the listing fails after the
+    connect timeout (500 ms here), streamed and not; the turn goes on without its tools."""
+    silent = M.SilentServer()
+    try:
+        with short_timeouts(env, upstream, tmp_path) as (client, gw):
+            upstream.push({"text": ["fine without tools"]})
+            resp, body = mcp_create(client, model=MODEL, input="hi", tools=[decl(silent.url)], store=False)
+            assert resp.status == "completed" and resp.output_text == "fine without tools", harness.dumps(body)
+            assert_failed_list_item(resp.output[0])
+            assert "500 ms" in resp.output[0].error, resp.output[0].error
+            upstream.push({"text": ["fine without tools"]})
+            raw = gw.stream_raw({"model": MODEL, "input": "hi", "tools": [decl(silent.url)], "store": False})
+            assert raw.status_code == 200 and not raw.problems, raw.text[:2000]
+            kinds = [e["type"] for e in raw.events]
+            assert "response.mcp_list_tools.failed" in kinds and kinds[-1] == "response.completed", kinds
+    finally:
+        silent.close()
 
 
 # ---------------------------------------------------------------------------

@@ -111,9 +111,12 @@ describe('playground', () => {
       assert.match(res.headers.get('content-security-policy'), /connect-src 'self'/);
       assert.match(await res.text(), /<title>responses-gateway playground<\/title>/);
     }
-    const js = await fetch(`${gateway.url}/playground/app.js`);
-    assert.equal(js.status, 200);
-    assert.match(js.headers.get('content-type'), /javascript/);
+    // The page's own modules (app.js imports the others).
+    for (const file of ['app.js', 'api.js', 'conversation.js', 'dom.js', 'lib.js', 'markdown.js', 'mcp.js', 'settings.js', 'stream.js', 'transcript.js']) {
+      const js = await fetch(`${gateway.url}/playground/${file}`);
+      assert.equal(js.status, 200, file);
+      assert.match(js.headers.get('content-type'), /javascript/, file);
+    }
     assert.equal((await fetch(`${gateway.url}/playground/missing.js`)).status, 404);
     // The vendored Markdown libraries and their licences, from the binary itself.
     for (const [file, type, text] of [

@@ -1,6 +1,6 @@
 // Pure helpers of the playground page (no DOM): SSE parsing, request building, annotation
-// spans and citation markers, the browser-side tool. Loaded by app.js in the browser and by
-// the node unit tests in tests/browser.
+// spans and citation markers, the browser-side tool. Imported by the page's other modules in
+// the browser and by the node unit tests in tests/browser.
 
 /** Incremental parser for a `text/event-stream` body read in arbitrary chunks. */
 export class SseParser {

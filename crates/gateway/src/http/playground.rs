@@ -26,8 +26,15 @@ const TEXT: &str = "text/plain; charset=utf-8";
 /// Assets under `/playground/`: path (below `/playground/`), content type, body.
 const ASSETS: &[(&str, &str, &str)] = &[
     ("app.js", JS, include_str!("../../assets/playground/app.js")),
+    ("api.js", JS, include_str!("../../assets/playground/api.js")),
+    ("conversation.js", JS, include_str!("../../assets/playground/conversation.js")),
+    ("dom.js", JS, include_str!("../../assets/playground/dom.js")),
     ("lib.js", JS, include_str!("../../assets/playground/lib.js")),
     ("markdown.js", JS, include_str!("../../assets/playground/markdown.js")),
+    ("mcp.js", JS, include_str!("../../assets/playground/mcp.js")),
+    ("settings.js", JS, include_str!("../../assets/playground/settings.js")),
+    ("stream.js", JS, include_str!("../../assets/playground/stream.js")),
+    ("transcript.js", JS, include_str!("../../assets/playground/transcript.js")),
     ("style.css", "text/css; charset=utf-8", include_str!("../../assets/playground/style.css")),
     ("vendor/marked.esm.js", JS, include_str!("../../assets/playground/vendor/marked.esm.js")),
     ("vendor/purify.es.mjs", JS, include_str!("../../assets/playground/vendor/purify.es.mjs")),
@@ -91,6 +98,20 @@ async fn serve(state: &AppState, path: &str) -> Response {
 mod tests {
     use super::*;
 
+    /// The page's own scripts (app.js and the modules it imports, directly or not).
+    const SCRIPTS: &[&str] = &[
+        "app.js",
+        "api.js",
+        "conversation.js",
+        "dom.js",
+        "lib.js",
+        "markdown.js",
+        "mcp.js",
+        "settings.js",
+        "stream.js",
+        "transcript.js",
+    ];
+
     fn body(name: &str) -> &'static str {
         ASSETS.iter().find(|(n, _, _)| *n == name).map(|a| a.2).unwrap_or_default()
     }
@@ -105,9 +126,15 @@ mod tests {
         for needle in ["playground/app.js", "playground/style.css"] {
             assert!(INDEX_HTML.contains(needle), "index.html does not load {needle}");
         }
-        assert!(body("app.js").contains("./lib.js"), "app.js imports lib.js");
+        assert!(body("app.js").contains("./conversation.js"), "app.js imports conversation.js");
+        // SCRIPTS names every script served outside vendor/.
+        for (name, content_type, _) in ASSETS {
+            if *content_type == JS && !name.starts_with("vendor/") {
+                assert!(SCRIPTS.contains(name), "{name} is missing from SCRIPTS");
+            }
+        }
         // Every relative module import of the page's own scripts is an embedded asset.
-        for script in ["app.js", "lib.js", "markdown.js"] {
+        for script in SCRIPTS {
             for line in body(script).lines().filter(|l| l.contains(" from './")) {
                 let target = line.split(" from './").nth(1).and_then(|t| t.split('\'').next()).unwrap_or("");
                 assert!(ASSETS.iter().any(|(n, _, _)| *n == target), "{script} imports {target}, which is not served");
@@ -123,7 +150,7 @@ mod tests {
         assert!(body("vendor/dompurify.LICENSE-MPL-2.0.txt").contains("Mozilla Public License Version 2.0"));
         assert!(body("vendor/dompurify.LICENSE-Apache-2.0.txt").contains("Apache License"));
         // Nothing the page runs refers to another origin.
-        for script in ["app.js", "lib.js", "markdown.js"] {
+        for script in SCRIPTS {
             assert!(!body(script).contains(" from 'http"), "{script}");
         }
     }

@@ -141,7 +141,7 @@ test('tools: each switch adds its standard declaration; a named choice of a tool
   assert.deepEqual(toolSettings({ browserTime: true, toolChoice: 'required' }).toolChoice, 'required');
 });
 
-test('mcp: the switch adds one declaration from the URL, label and approval fields; bad fields are errors, not tools', () => {
+test('mcp: the switch adds one declaration from the URL, label and approval fields (an empty URL: the label alone); bad fields are errors, not tools', () => {
   const on = toolSettings({ mcp: { url: ' http://127.0.0.1:8123/mcp ', label: 'demo', approval: false }, browserTime: true, toolChoice: 'required' });
   assert.deepEqual(on.tools[0], { type: 'mcp', server_label: 'demo', server_url: 'http://127.0.0.1:8123/mcp', require_approval: 'never' });
   assert.equal(on.tools[1].name, 'get_browser_time');
@@ -155,14 +155,22 @@ test('mcp: the switch adds one declaration from the URL, label and approval fiel
   // Asking before each call is require_approval "always"; an empty label is "mcp".
   assert.deepEqual(mcpTool({ url: 'https://mcp.example.com/mcp', label: '', approval: true }).tool,
     { type: 'mcp', server_label: 'mcp', server_url: 'https://mcp.example.com/mcp', require_approval: 'always' });
+  // An empty URL names a server the gateway's operator configured under the label: no server_url.
+  for (const url of [undefined, '', '   ']) {
+    assert.deepEqual(mcpTool({ url, label: ' ops ', approval: true }),
+      { tool: { type: 'mcp', server_label: 'ops', require_approval: 'always' } }, JSON.stringify(url));
+  }
+  const byLabel = toolSettings({ mcp: { url: '', label: 'ops', approval: false }, toolChoice: 'tool:mcp' });
+  assert.deepEqual(byLabel.tools, [{ type: 'mcp', server_label: 'ops', require_approval: 'never' }]);
+  assert.deepEqual(byLabel.toolChoice, { type: 'mcp', server_label: 'ops' });
+  assert.equal(byLabel.mcpError, null);
   for (const [fields, field, re] of [
-    [{ url: '' }, 'url', /Enter the MCP server URL/],
-    [{ url: '   ' }, 'url', /Enter the MCP server URL/],
     [{ url: 'mcp.example.com/mcp' }, 'url', /not a URL/],
     [{ url: 'ftp://mcp.example.com/' }, 'url', /http:\/\/ or https:\/\/ \(not ftp:\)/],
     [{ url: 'javascript:alert(1)' }, 'url', /not javascript:/],
     [{ url: 'https://mcp.example.com/', label: 'my server' }, 'label', /letters, digits/],
     [{ url: 'https://mcp.example.com/', label: 'x'.repeat(65) }, 'label', /at most 64/],
+    [{ url: '', label: 'my server' }, 'label', /letters, digits/],
   ]) {
     const r = mcpTool(fields);
     assert.equal(r.tool, undefined, JSON.stringify(fields));

@@ -622,32 +622,43 @@ async function mcpCalls(mcp) {
 }
 
 describe('playground: the URL field of the MCP switch', () => {
-  test('mcp: the URL is checked before sending, and a URL the gateway does not allow shows its 400', async () => {
+  test('mcp: an empty URL sends the label alone and shows the 400 of a label no operator configured; a non-http(s) URL is checked before sending; a URL the gateway does not allow shows its 400', async () => {
     const { page, posts } = await openPage();
-    // An empty URL: nothing is sent, the message stays, the URL field says why and has focus.
+    assert.match(await page.textContent('#mcp-note'), /An empty URL means a server the operator configured under this label/);
+    // An empty URL: the mcp tool names the server by its label alone. This gateway's operator
+    // configured no server "mcp": the gateway's 400 names the tool's server_url; the page shows
+    // it, also under the MCP fields.
     await page.check('#tool-mcp');
+    await ask(page, 'Use my MCP server');
+    assert.equal(posts.length, 1);
+    assert.deepEqual(posts[0].tools[0], { type: 'mcp', server_label: 'mcp', require_approval: 'always' });
+    const unknown = await page.textContent('.error');
+    assert.match(unknown, /^HTTP 400: /);
+    assert.match(unknown, /server_url/);
+    assert.match(unknown, /no server labelled 'mcp' is configured/);
+    assert.equal(await page.textContent('#mcp-note'), `The gateway refused the MCP server: ${unknown.replace(/^HTTP 400: /, '')}`);
+    assert.equal(await page.getAttribute('#mcp-url', 'aria-invalid'), 'true');
+    assert.deepEqual(await upstream.requests(), [], 'refused before any model call');
+    // Not an http(s) URL: nothing is sent, the message stays, the URL field says why and has focus.
+    await page.fill('#mcp-url', 'ftp://files.example.org/mcp');
+    assert.equal(await page.getAttribute('#mcp-note', 'class'), 'note', 'typing clears the warning');
+    assert.equal(await page.getAttribute('#mcp-url', 'aria-invalid'), null);
     await page.fill('#prompt', 'Use my MCP server');
     await page.press('#prompt', 'Enter');
     await page.waitForSelector('#mcp-note.warn');
-    assert.match(await page.textContent('#mcp-note'), /Enter the MCP server URL/);
+    assert.match(await page.textContent('#mcp-note'), /must start with http:\/\/ or https:\/\//);
     assert.equal(await page.getAttribute('#mcp-url', 'aria-invalid'), 'true');
     assert.equal(await page.evaluate(() => document.activeElement.id), 'mcp-url');
     assert.equal(await page.inputValue('#prompt'), 'Use my MCP server');
-    // Not an http(s) URL: the same.
-    await page.fill('#mcp-url', 'ftp://files.example.org/mcp');
-    assert.equal(await page.getAttribute('#mcp-note', 'class'), 'note', 'typing clears the warning');
-    await page.press('#prompt', 'Enter');
-    await page.waitForSelector('#mcp-note.warn');
-    assert.match(await page.textContent('#mcp-note'), /must start with http:\/\/ or https:\/\//);
-    assert.equal(posts.length, 0, 'nothing was sent');
+    assert.equal(posts.length, 1, 'nothing more was sent');
     // A well-formed URL this gateway's operator did not allow (no [mcp] here): the gateway's
     // 400 names the tool's server_url; the page shows it, also under the MCP fields.
     await page.fill('#mcp-url', 'http://127.0.0.1:9/mcp');
     await page.uncheck('#mcp-approval');
     await ask(page, 'Use my MCP server');
-    assert.equal(posts.length, 1);
-    assert.deepEqual(posts[0].tools[0], { type: 'mcp', server_label: 'mcp', server_url: 'http://127.0.0.1:9/mcp', require_approval: 'never' });
-    const error = await page.textContent('.error');
+    assert.equal(posts.length, 2);
+    assert.deepEqual(posts[1].tools[0], { type: 'mcp', server_label: 'mcp', server_url: 'http://127.0.0.1:9/mcp', require_approval: 'never' });
+    const error = await page.locator('.error').last().textContent();
     assert.match(error, /^HTTP 400: /);
     assert.match(error, /server_url|not allowed|MCP/i);
     const note = await page.textContent('#mcp-note');
@@ -746,6 +757,50 @@ describe('playground with an MCP server', () => {
     assert.deepEqual(consoleErrors.filter((e) => !/vector_stores|404/.test(e)), []);
     await shot(page, '14-mcp-expanded');
     await page.close();
+  });
+
+  test('mcp: an empty URL names a server the operator configured ([mcp.servers.ops]): the request has no server_url; its listing and call render', async () => {
+    // A gateway with no allowed URLs, only the operator's server "ops" at the MCP server.
+    const opsGateway = await startGateway({ upstream, env: { RESPONSES_GATEWAY_MCP__SERVERS__OPS__URL: mcp.url }, name: 'gateway-mcp-operator' });
+    try {
+      const { page, posts, consoleErrors } = await openPage({ on: opsGateway });
+      await switchMcp(page, { url: '', label: 'ops', approval: false });
+      await upstream.push(
+        { tool_calls: [{ name: 'ops__echo', arguments: JSON.stringify({ text: 'via the operator' }) }] },
+        { text: chunks('The operator server echoed it.', 6) },
+      );
+      await ask(page, 'Echo through the operator server');
+
+      // The request: the tool named by its label alone.
+      assert.equal(posts.length, 1);
+      assert.deepEqual(posts[0].tools[0], { type: 'mcp', server_label: 'ops', require_approval: 'never' });
+      assert.equal('server_url' in posts[0].tools[0], false);
+      assert.equal(await page.locator('.error').count(), 0);
+      assert.equal(await page.getAttribute('#mcp-note', 'class'), 'note', 'no warning under the fields');
+      // The model was offered the server's tools; the server was called.
+      const offered = (await upstream.requests())[0].tools.map((t) => t.function.name);
+      for (const t of ['echo', 'slow', 'fail', 'nested']) assert.ok(offered.includes(`ops__${t}`), offered.join());
+      assert.deepEqual((await mcpCalls(mcp)).map((p) => [p.name, p.arguments]), [['echo', { text: 'via the operator' }]]);
+      // The entries: the listing and the call, under the label.
+      const list = page.locator('details.tool-mcp_list_tools');
+      assert.equal(await list.count(), 1);
+      assert.equal(await list.locator('.tool-title').textContent(), 'Listed 4 tools from ops');
+      assert.equal(await list.locator('.badge').first().textContent(), 'completed');
+      const call = page.locator('details.tool-mcp_call');
+      assert.equal(await call.count(), 1);
+      assert.equal(await call.locator('.tool-title').textContent(), 'ops · echo');
+      assert.equal(await call.locator('.badge').textContent(), 'completed');
+      await list.locator('summary').click();
+      assert.deepEqual((await list.locator('.mcp-tool-name').allTextContents()).sort(), ['echo', 'fail', 'nested', 'slow']);
+      await call.locator('summary').click();
+      assert.equal(await call.locator('.tool-result').textContent(), 'via the operator');
+      assert.equal(await page.locator('.answer .text').textContent(), 'The operator server echoed it.');
+      assert.deepEqual(consoleErrors.filter((e) => !/vector_stores|404/.test(e)), []);
+      await shot(page, '14a-mcp-operator-server');
+      await page.close();
+    } finally {
+      await opsGateway.stop();
+    }
   });
 
   // Approvals: require_approval "always" (the page's default).

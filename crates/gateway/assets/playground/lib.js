@@ -110,30 +110,34 @@ export const MCP_LABEL_RE = /^[A-Za-z0-9_-]{1,64}$/;
 
 /**
  * The `{"type":"mcp"}` declaration of the page's MCP fields {url, label, approval}: `{tool}`,
- * or `{error, field}` (a sentence for the page; field 'url' or 'label') when the URL is empty
- * or not http(s), or the label is not one the gateway takes. An empty label is "mcp". `approval` (ask before each call)
- * is `require_approval: "always"`, else "never". Whether the gateway may reach the URL is
- * its operator's choice: it answers 400 when it may not.
+ * or `{error, field}` (a sentence for the page; field 'url' or 'label') when the URL is not
+ * http(s) or the label is not one the gateway takes. An empty URL declares the server by
+ * `server_label` alone (no `server_url`): a server the gateway's operator configured under
+ * that label (`[mcp.servers.<label>]`). An empty label is "mcp". `approval` (ask before each
+ * call) is `require_approval: "always"`, else "never". Whether the gateway may reach the URL,
+ * or has a server under the label, is its operator's choice: it answers 400 when not.
  */
 export function mcpTool({ url, label, approval } = {}) {
   const address = typeof url === 'string' ? url.trim() : '';
-  if (!address) return { error: 'Enter the MCP server URL (http:// or https://).', field: 'url' };
-  let parsed;
-  try {
-    parsed = new URL(address);
-  } catch {
-    return { error: `The MCP server URL is not a URL: ${address}`, field: 'url' };
-  }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-    return { error: `The MCP server URL must start with http:// or https:// (not ${parsed.protocol}).`, field: 'url' };
+  if (address) {
+    let parsed;
+    try {
+      parsed = new URL(address);
+    } catch {
+      return { error: `The MCP server URL is not a URL: ${address}`, field: 'url' };
+    }
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+      return { error: `The MCP server URL must start with http:// or https:// (not ${parsed.protocol}).`, field: 'url' };
+    }
   }
   const name = (typeof label === 'string' ? label.trim() : '') || 'mcp';
   if (!MCP_LABEL_RE.test(name)) {
     return { error: 'The MCP server label may only hold letters, digits, _ and - (at most 64).', field: 'label' };
   }
-  return {
-    tool: { type: 'mcp', server_label: name, server_url: address, require_approval: approval ? 'always' : 'never' },
-  };
+  const tool = { type: 'mcp', server_label: name };
+  if (address) tool.server_url = address;
+  tool.require_approval = approval ? 'always' : 'never';
+  return { tool };
 }
 
 /**

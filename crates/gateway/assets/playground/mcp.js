@@ -8,7 +8,7 @@ import { $, el, stamp, pretty, plural } from './dom.js';
 
 // ---------------------------------------------------------------- the MCP server fields
 
-const MCP_NOTE = "The gateway's operator must allow the server ([mcp] in its configuration).";
+const MCP_NOTE = "The gateway's operator must allow the server's URL ([mcp] in its configuration). An empty URL means a server the operator configured under this label.";
 
 /** Shows a problem with the MCP fields under them and marks the field ('url' or 'label'). */
 export function mcpProblem(message, field) {
@@ -29,7 +29,8 @@ export function mcpProblemCleared() {
 }
 
 /** A 400 naming the request's mcp tool (`tools[i]…`, e.g. a server_url the operator does not
- * allow) is also shown under the MCP fields. */
+ * allow, or a label without server_url that no operator server has) is also shown under the
+ * MCP fields. */
 export function mcpRefusal(detail, body) {
   const param = detail && detail.error && typeof detail.error.param === 'string' ? detail.error.param : '';
   const m = /^tools\[(\d+)\](?:\.(\w+))?/.exec(param);

@@ -85,7 +85,9 @@ def test_approval_round_trip_through_previous_response_id(env: McpEnv, upstream)
     assert len(env.server.rpc("tools/list")) == 1, "the continuation reused the listing"
     assert "hello mcp" in tool_result_for_model(upstream.chat_bodies()[1], "demo__echo")
 
-    # Answered already (on the turn that ran it), or never asked: 400, nothing runs.
+    # Answered already (a retry from the same response, or on the turn that ran it), or never
+    # asked: 400, nothing runs again.
+    expect_400(env.client, "input[0].approval_request_id", model=MODEL, previous_response_id=first.id, input=answer, tools=tools)
     expect_400(env.client, "input[0].approval_request_id", model=MODEL, previous_response_id=second.id, input=answer, tools=tools)
     unknown = [{"type": "mcp_approval_response", "approval_request_id": "mcpr_unknown", "approve": True}]
     expect_400(env.client, "input[0].approval_request_id", model=MODEL, previous_response_id=first.id, input=unknown, tools=tools)

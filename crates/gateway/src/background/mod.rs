@@ -321,6 +321,7 @@ impl Background {
             lease_ttl_ms: d.lease_ttl_ms,
             sizes: d.sizes,
             ping_store: false,
+            worker: true,
         };
         let mut prepared = Box::pin(turn::prepare(req, body, &ctx)).await?;
         prepared.base.id = run.response_id.clone();

@@ -66,6 +66,7 @@ pub async fn create(
         lease_ttl_ms: state.lease_ttl_ms,
         sizes: state.sizes,
         ping_store: true,
+            worker: false,
     };
     // The turn's futures are boxed (prepare's state is ~8 KB, the run's ~6 KB): the
     // handler's own future stays small, and axum and tower move it several times.

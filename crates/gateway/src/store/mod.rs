@@ -207,6 +207,10 @@ pub trait Store: Send + Sync + Debug {
     fn tool_results<'a>(&'a self, project: &'a str, item_ids: &'a [String]) -> BoxFuture<'a, Result<PrivateResults, StoreError>>;
     /// A page of the response's input items (None: unknown response).
     fn input_items<'a>(&'a self, project: &'a str, id: &'a str, q: &'a ListQuery) -> BoxFuture<'a, Result<Option<Page>, StoreError>>;
+    /// Records the MCP approval requests `ids` of `project` as answered by an approval that
+    /// runs their call (issue 18 "Approvals": at most once). Returns the first id answered
+    /// already, and then records none.
+    fn answer_approvals<'a>(&'a self, project: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Option<String>, StoreError>>;
     /// Writes a finished turn atomically: the response row (if stored) and the
     /// conversation's new items, transcript and lease release (if any).
     fn save_turn(&self, turn: TurnRecord) -> BoxFuture<'_, Result<(), StoreError>>;

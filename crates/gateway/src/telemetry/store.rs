@@ -55,9 +55,10 @@ enum Op {
     DeleteRun,
     RunRequest,
     RequeueRun,
+    AnswerApprovals,
 }
 
-const OPS: [&str; 33] = [
+const OPS: [&str; 34] = [
     "ping",
     "transcript",
     "response",
@@ -91,6 +92,7 @@ const OPS: [&str; 33] = [
     "delete_run",
     "run_request",
     "requeue_run",
+    "answer_approvals",
 ];
 
 /// A [`Store`] that records how long each operation of `inner` takes.
@@ -145,6 +147,9 @@ impl Store for TimedStore {
     }
     fn input_items<'a>(&'a self, project: &'a str, id: &'a str, q: &'a ListQuery) -> BoxFuture<'a, Result<Option<Page>, StoreError>> {
         self.time(Op::InputItems, self.inner.input_items(project, id, q))
+    }
+    fn answer_approvals<'a>(&'a self, project: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        self.time(Op::AnswerApprovals, self.inner.answer_approvals(project, ids))
     }
     fn save_turn(&self, turn: TurnRecord) -> BoxFuture<'_, Result<(), StoreError>> {
         self.time(Op::SaveTurn, self.inner.save_turn(turn))

@@ -58,9 +58,13 @@ pub fn expand(deferred: &Deferred, listed: &std::collections::HashMap<String, Ve
 
 /// An MCP entry of a `tool_choice`: `(server_label, name?)` of a declared server, else 400.
 fn mcp_entry(o: &serde_json::Map<String, Value>, set: &ToolSet) -> Result<(String, Option<String>), ApiError> {
-    let label = o.get("server_label").and_then(Value::as_str).ok_or_else(|| {
-        ApiError::invalid(Some("tool_choice".to_string()), "An MCP tool choice needs its 'server_label'.").with_code("missing_required_parameter")
-    })?;
+    let label = match o.get("server_label") {
+        Some(Value::String(l)) => l.as_str(),
+        None | Some(Value::Null) => {
+            return Err(ApiError::invalid(Some("tool_choice".to_string()), "An MCP tool choice needs its 'server_label'.").with_code("missing_required_parameter"))
+        }
+        Some(_) => return Err(ApiError::invalid(Some("tool_choice".to_string()), "Invalid value for 'tool_choice': 'server_label' must be a string.").with_code("invalid_type")),
+    };
     if !set.discoveries.iter().any(|d| d.label() == label) {
         return Err(not_found(label));
     }

@@ -60,6 +60,11 @@ pub trait Discovery: Send + Sync + Debug {
     fn label(&self) -> &str;
     /// The declaration's field that names it, e.g. `server_label` (a duplicate's 400).
     fn label_field(&self) -> &'static str;
+    /// Checks, before any model call, what only the network can tell (an MCP server's
+    /// host resolving only to private addresses). Errors are 400s naming the declaration.
+    fn check(&self) -> BoxFuture<'_, Result<(), ApiError>> {
+        Box::pin(async { Ok(()) })
+    }
     /// Adds its item to the output and returns the listing to run; with `known` (the
     /// tools the history lists for its label) adds nothing and the listing gives those.
     fn start(&self, out: &mut Emitter, known: Option<&Value>) -> Box<dyn Listing>;

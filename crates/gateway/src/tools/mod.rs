@@ -256,6 +256,9 @@ impl ToolSet {
                 entry.tool = resolved;
             }
         }
+        for discovery in &self.discoveries {
+            discovery.check().await?;
+        }
         Ok(())
     }
 

@@ -92,10 +92,10 @@ pub struct Transcript {
     /// `call_id` of its call, which an approval response answers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub approvals: Vec<String>,
-    /// This request's approved calls, by request id: the turn runs them first and puts
-    /// their results in place of the placeholder the build left.
+    /// This request's approved calls, as `(request id, the answer's input param)`: the turn
+    /// runs them first and puts their results in place of the placeholder the build left.
     #[serde(skip)]
-    pub approved: Vec<String>,
+    pub approved: Vec<(String, String)>,
 }
 
 impl Transcript {

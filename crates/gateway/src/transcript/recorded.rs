@@ -17,7 +17,8 @@ pub enum Recorded {
     /// request's id, its name the model-visible one.
     ApprovalRequest(Call),
     /// An answer to an approval request (`mcp_approval_response`), as given.
-    ApprovalResponse { request_id: Option<String>, approve: Option<bool>, reason: Option<String> },
+    /// Its fields as given (`null` when absent); the build checks their types.
+    ApprovalResponse { request_id: serde_json::Value, approve: serde_json::Value, reason: serde_json::Value },
     /// A call that ran once approved (an `mcp_call` with `approval_request_id`): its result
     /// answers that request's call, which this input approved or an earlier turn ran.
     ApprovedRun { request_id: String, replayed: Replayed },
@@ -51,7 +52,7 @@ pub(super) fn record(item: Recorded, param: &str, t: &mut Transcript, calls: &mu
             Ok(false)
         }
         Recorded::ApprovedRun { request_id, replayed } => {
-            if let Some(i) = t.approved.iter().position(|a| *a == request_id) {
+            if let Some(i) = t.approved.iter().position(|(a, _)| *a == request_id) {
                 // Approved in this input and replayed with its run: not run again.
                 t.approved.remove(i);
                 t.set_tool_result(&request_id, replayed.result.unwrap_or_default());
@@ -64,12 +65,30 @@ pub(super) fn record(item: Recorded, param: &str, t: &mut Transcript, calls: &mu
             Ok(false)
         }
         Recorded::ApprovalResponse { request_id, approve, reason } => {
+            use serde_json::Value;
             let field = format!("{param}.approval_request_id");
-            let Some(id) = request_id.filter(|id| !id.is_empty()) else {
-                return Err(ApiError::invalid(field, format!("Missing required parameter: '{param}.approval_request_id'.")).with_code("missing_required_parameter"));
+            let wrong_type = |name: &str, what: &str| {
+                ApiError::invalid(format!("{param}.{name}"), format!("Invalid type for '{param}.{name}': expected {what}.")).with_code("invalid_type")
             };
-            let Some(approve) = approve else {
-                return Err(ApiError::invalid(format!("{param}.approve"), format!("Missing required parameter: '{param}.approve' (a boolean).")).with_code("missing_required_parameter"));
+            let id = match request_id {
+                Value::String(id) if !id.is_empty() => id,
+                Value::Null => {
+                    return Err(ApiError::invalid(field, format!("Missing required parameter: '{param}.approval_request_id'.")).with_code("missing_required_parameter"))
+                }
+                Value::String(_) => return Err(ApiError::invalid(field, format!("Invalid '{param}.approval_request_id': empty string.")).with_code("empty_string")),
+                _ => return Err(wrong_type("approval_request_id", "a string")),
+            };
+            let approve = match approve {
+                Value::Bool(b) => b,
+                Value::Null => {
+                    return Err(ApiError::invalid(format!("{param}.approve"), format!("Missing required parameter: '{param}.approve'.")).with_code("missing_required_parameter"))
+                }
+                _ => return Err(wrong_type("approve", "a boolean")),
+            };
+            let reason = match reason {
+                Value::String(r) => Some(r),
+                Value::Null => None,
+                _ => return Err(wrong_type("reason", "a string")),
             };
             let slot = calls.index.get(&id).copied().filter(|_| t.approvals.contains(&id));
             match slot.and_then(|i| calls.ids.get_mut(i)) {
@@ -78,7 +97,7 @@ pub(super) fn record(item: Recorded, param: &str, t: &mut Transcript, calls: &mu
                 Some((_, answered)) => {
                     *answered = true;
                     if approve {
-                        t.approved.push(id.clone());
+                        t.approved.push((id.clone(), param.to_string()));
                         t.push_tool_result(id, APPROVED_NOT_RUN.to_string());
                     } else {
                         let text = match reason.filter(|r| !r.trim().is_empty()) {

@@ -32,7 +32,7 @@ pub async fn run(
 ) -> (u64, Executed) {
     let Running { max_parallel, call_timeout, observed, cancel } = running;
     let mut bound = Vec::new();
-    for id in std::mem::take(&mut transcript.approved) {
+    for (id, _) in std::mem::take(&mut transcript.approved) {
         let Some(call) = transcript.call(&id).cloned() else { continue };
         let Some(entry) = tools.lookup(&call.name) else {
             let text = format!("error: the approved call of '{}' could not run: this request does not offer that tool.", call.name);

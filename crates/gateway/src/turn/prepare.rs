@@ -40,6 +40,9 @@ pub struct Context<'a> {
     /// Ask the store whether it answers before a stored turn starts (false where the caller
     /// has just used it: a background worker that claimed the run).
     pub ping_store: bool,
+    /// A background worker prepares the run it claimed (a background request is prepared
+    /// twice: when queued, to validate it, and when run; only the run answers approvals).
+    pub worker: bool,
 }
 
 /// The size ceilings of a request (`[limits]`: `max_input_items`, `max_tools`,
@@ -193,6 +196,15 @@ pub async fn prepare(req: CreateResponse, body: &[u8], ctx: &Context<'_>) -> Res
             return Err(e);
         }
     };
+    // An approval runs its call at most once, whatever the client continues from.
+    let runs_now = !prepared.base.background || ctx.worker;
+    let approved = if runs_now { prepared.transcript.approved.as_slice() } else { &[] };
+    if let Err(e) = Box::pin(answer_approvals(ctx, approved)).await {
+        if let Some(t) = &turn {
+            Box::pin(t.lease.release()).await;
+        }
+        return Err(e);
+    }
     if store_response || turn.is_some() {
         prepared.persist = Some(Persist {
             store: ctx.store.clone(),
@@ -204,6 +216,19 @@ pub async fn prepare(req: CreateResponse, body: &[u8], ctx: &Context<'_>) -> Res
         });
     }
     Ok(prepared)
+}
+
+/// Records the approvals of this request that run a call (issue 18 "Approvals"). One that
+/// was answered already (a retried request, two answers at once, a continuation from an
+/// earlier response) is a 400 on its `approval_request_id`.
+async fn answer_approvals(ctx: &Context<'_>, approved: &[(String, String)]) -> Result<(), GatewayError> {
+    if approved.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<String> = approved.iter().map(|(id, _)| id.clone()).collect();
+    let Some(id) = Box::pin(ctx.store.answer_approvals(ctx.project, &ids)).await? else { return Ok(()) };
+    let param = approved.iter().find(|(a, _)| *a == id).map_or_else(|| "input".to_string(), |(_, p)| format!("{p}.approval_request_id"));
+    Err(GatewayError::bad_request(Some(param), format!("The approval request '{id}' was already answered.")).with_code("invalid_value"))
 }
 
 /// Takes the lease (409 when another turn holds it), then reads the conversation's

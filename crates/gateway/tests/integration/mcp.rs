@@ -266,6 +266,10 @@ async fn an_approval_request_ends_the_turn_and_an_approval_runs_the_call_once() 
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     assert!(tool_messages(&h, 1).iter().any(|m| m.contains("approved text")), "the model read the approved call's output");
 
+    // The same answer again, from the same response (a retried request): it does not run again.
+    let (status, retried) = h.post(json!({"model": "m", "previous_response_id": first["id"], "input": answer, "tools": tools})).await;
+    assert_eq!(status, 400, "{retried}");
+    assert_eq!(error_of(&retried)["param"], "input[0].approval_request_id");
     // The same answer again, on the turn that ran it: already answered.
     let (status, again) = h.post(json!({"model": "m", "previous_response_id": s.response["id"], "input": answer, "tools": tools})).await;
     assert_eq!(status, 400, "{again}");
@@ -274,6 +278,9 @@ async fn an_approval_request_ends_the_turn_and_an_approval_runs_the_call_once() 
     let (status, body) = h.post(json!({"model": "m", "previous_response_id": first["id"], "input": unknown, "tools": tools})).await;
     assert_eq!(status, 400, "{body}");
     assert_eq!(error_of(&body)["param"], "input[0].approval_request_id");
+    let not_bool = json!([{"type": "mcp_approval_response", "approval_request_id": id, "approve": "yes"}]);
+    let (status, body) = h.post(json!({"model": "m", "previous_response_id": first["id"], "input": not_bool, "tools": tools})).await;
+    assert_eq!((status, error_of(&body)["param"].as_str(), error_of(&body)["code"].as_str()), (400, Some("input[0].approve"), Some("invalid_type")));
     assert_eq!(calls.load(Ordering::SeqCst), 1, "no refused answer ran anything");
 }
 
@@ -366,9 +373,15 @@ async fn tool_choice_forces_an_mcp_tool_by_label_and_name() {
 async fn an_operator_server_is_named_by_label_and_its_url_is_never_shown() {
     let (url, calls) = mcp_server().await;
     let server = responses_gateway::config::mcp::McpServerConfig { url: url.clone(), ..Default::default() };
+    // A server that is down, its URL holding a key: neither shows in the listing's error.
+    let down = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let down_port = down.local_addr().unwrap().port().to_string();
+    drop(down);
+    let gone = responses_gateway::config::mcp::McpServerConfig { url: format!("http://127.0.0.1:{down_port}/mcp?key=k3y-value"), ..Default::default() };
     // No allowed_urls, no allow_private: the operator's server is trusted.
     let h = Harness::start_with(move |c| {
         c.mcp.servers.insert("ops".into(), server);
+        c.mcp.servers.insert("gone".into(), gone);
     })
     .await;
     h.upstream.push(Script::tool_call("ops__echo", r#"{"text":"from ops"}"#));
@@ -380,6 +393,11 @@ async fn an_operator_server_is_named_by_label_and_its_url_is_never_shown() {
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     let port = url.split(':').nth(2).unwrap().split('/').next().unwrap();
     assert!(!body.to_string().contains(port), "the operator's URL is not shown: {body}");
+    h.upstream.push(Script::text(&["without it"]));
+    let (status, body) = h.post(json!({"model": "m", "input": "go", "tools": [{"type": "mcp", "server_label": "gone"}]})).await;
+    assert_eq!(status, 200, "{body}");
+    let error = items(&body, "mcp_list_tools")[0]["error"].as_str().unwrap_or_default().to_string();
+    assert!(!error.is_empty() && !error.contains(&down_port) && !error.contains("k3y-value") && !error.contains("127.0.0.1"), "{error}");
     let with_url = json!([{"type": "mcp", "server_label": "ops", "server_url": url}]);
     let (status, body) = h.post(json!({"model": "m", "input": "go", "tools": with_url})).await;
     assert_eq!((status, error_of(&body)["param"].as_str()), (400, Some("tools[0].server_url")));

@@ -7,7 +7,8 @@ use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use reqwest::Url;
 
 /// An `allowed_urls` entry: scheme, host and path prefix must match; the port too, unless
-/// the entry ends its host with `:` (any port, e.g. `http://127.0.0.1:`).
+/// the entry ends its host with `:` (any port, e.g. `http://127.0.0.1:`). A path prefix
+/// ends at a segment: `/mcp` admits `/mcp` and `/mcp/…`, not `/mcpx`.
 #[derive(Debug, Clone)]
 pub(super) struct Prefix {
     url: Url,
@@ -27,8 +28,24 @@ impl Prefix {
         url.scheme() == p.scheme()
             && url.host_str().map(str::to_ascii_lowercase) == p.host_str().map(str::to_ascii_lowercase)
             && (self.any_port || url.port_or_known_default() == p.port_or_known_default())
-            && url.path().starts_with(p.path())
+            && path_within(url.path(), p.path())
     }
+}
+
+/// True when `path` is `prefix` or below it, segment-wise.
+fn path_within(path: &str, prefix: &str) -> bool {
+    match path.strip_prefix(prefix) {
+        Some(rest) => prefix.ends_with('/') || rest.is_empty() || rest.starts_with('/'),
+        None => false,
+    }
+}
+
+/// The addresses `host` resolves to, when every one of them is not public: the
+/// declaration's early refusal (the resolver refuses them again at connect time). `None`
+/// when one is public or the name does not resolve (the listing then fails on its own).
+pub(super) async fn only_private(host: &str, port: u16) -> Option<Vec<IpAddr>> {
+    let all: Vec<IpAddr> = tokio::net::lookup_host((host, port)).await.ok()?.map(|a| a.ip()).collect();
+    (!all.is_empty() && all.iter().all(|ip| !is_public(*ip))).then_some(all)
 }
 
 /// A resolver that keeps only public addresses: a host that resolves to none is refused.
@@ -88,6 +105,18 @@ pub fn is_public(ip: IpAddr) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_path_prefix_ends_at_a_segment() {
+        assert!(path_within("/mcp", "/mcp") && path_within("/mcp/x", "/mcp") && path_within("/v1/mcp", "/v1/"));
+        assert!(!path_within("/mcpx", "/mcp") && !path_within("/mc", "/mcp"));
+    }
+
+    #[tokio::test]
+    async fn a_name_resolving_only_to_loopback_is_found_early() {
+        assert!(only_private("localhost", 80).await.is_some());
+        assert!(only_private("127.0.0.1", 80).await.is_some());
+    }
 
     #[test]
     fn private_and_special_addresses_are_not_public() {

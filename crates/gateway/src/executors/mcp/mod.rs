@@ -194,13 +194,32 @@ impl McpServers {
         Ok(url)
     }
 
+    /// Checks, before any model call, that a request's server does not resolve only to
+    /// addresses that are not public (unless `allow_private`; an operator's server is
+    /// trusted). Errors: the message of the 400 on `server_url`.
+    pub async fn check_resolved(&self, target: &Target) -> Result<(), String> {
+        if self.allow_private || target.trusted {
+            return Ok(());
+        }
+        let Some(url::Host::Domain(host)) = target.url.host() else { return Ok(()) };
+        let port = target.url.port_or_known_default().unwrap_or(80);
+        match tokio::time::timeout(self.connect, address::only_private(host, port)).await {
+            Ok(Some(_)) => Err(format!("'{host}' resolves only to loopback or private addresses, which MCP servers may not use on this gateway (mcp.allow_private).")),
+            _ => Ok(()),
+        }
+    }
+
     /// Connects to `target` and runs the MCP handshake, sending its credentials (the token
     /// as a bearer token) to that server only. Errors: a message without the credentials,
     /// for the item's `error`.
     pub async fn connect(&self, target: &Target) -> Result<McpSession, String> {
         let (url, creds) = (&target.url, &target.credentials);
         let query_values = url.query_pairs().map(|(_, v)| v.into_owned());
-        let secrets = Secrets::new(creds.headers.iter().map(|(_, v)| v.clone()).chain(creds.authorization.clone()).chain(query_values));
+        // An operator's server is never shown: its URL is a secret too.
+        let location = if target.trusted { hidden_location(url) } else { Vec::new() };
+        let values = creds.headers.iter().map(|(_, v)| v.clone()).chain(creds.authorization.clone()).chain(query_values);
+        // A value this short cannot be a credential; redacting it would garble every message.
+        let secrets = Secrets::new(values.filter(|v| v.chars().count() >= MIN_SECRET_CHARS).chain(location));
         let mut custom = std::collections::HashMap::new();
         for (k, v) in &creds.headers {
             let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| format!("'{k}' is not a valid header name."))?;
@@ -221,6 +240,20 @@ impl McpServers {
         };
         Ok(McpSession::new(service, secrets, self.list, self.call))
     }
+}
+
+/// Shorter header and query values are not redacted from messages.
+const MIN_SECRET_CHARS: usize = 4;
+
+/// How an operator's server's URL may appear in a message: whole, without its query, and
+/// its `host:port`.
+fn hidden_location(url: &Url) -> Vec<String> {
+    let mut bare = url.clone();
+    bare.set_query(None);
+    bare.set_fragment(None);
+    let host = url.host_str().unwrap_or_default();
+    let authority = url.port_or_known_default().map_or_else(|| host.to_string(), |p| format!("{host}:{p}"));
+    vec![url.to_string(), bare.to_string(), bare.to_string().trim_end_matches('/').to_string(), authority]
 }
 
 /// An operator server's target, its credentials read from the environment now.
@@ -278,4 +311,22 @@ mod tests {
         assert!(servers(&[], &[], true).check_url("http://127.0.0.1:9000/mcp").is_err(), "nothing allowed by default");
     }
 
+
+    #[tokio::test]
+    async fn a_host_resolving_only_to_private_addresses_is_refused_early() {
+        let target = |url: &str, trusted: bool| Target { url: Url::parse(url).unwrap(), credentials: Credentials::default(), trusted, description: None };
+        let public_only = servers(&[], &[], false);
+        assert!(public_only.check_resolved(&target("http://localhost:9/mcp", false)).await.unwrap_err().contains("allow_private"));
+        assert!(public_only.check_resolved(&target("http://localhost:9/mcp", true)).await.is_ok(), "the operator's server is trusted");
+        assert!(servers(&[], &[], true).check_resolved(&target("http://localhost:9/mcp", false)).await.is_ok());
+    }
+
+    #[test]
+    fn an_operator_url_is_hidden_whole_bare_and_by_authority() {
+        let hidden = hidden_location(&Url::parse("http://10.0.0.5:8000/mcp?key=abc").unwrap());
+        let secrets = Secrets::new(hidden);
+        let message = "error sending request for url (http://10.0.0.5:8000/mcp?key=abc); connecting to 10.0.0.5:8000; http://10.0.0.5:8000/mcp";
+        let redacted = secrets.redact(message);
+        assert!(!redacted.contains("10.0.0.5") && !redacted.contains("abc"), "{redacted}");
+    }
 }

@@ -69,6 +69,13 @@ impl MigrationSource<'static> for Embedded {
                     Cow::Borrowed(include_str!("../../../migrations/0005_response_events.sql")),
                     false,
                 ),
+                Migration::new(
+                    6,
+                    Cow::Borrowed("approvals"),
+                    MigrationType::Simple,
+                    Cow::Borrowed(include_str!("../../../migrations/0006_approvals.sql")),
+                    false,
+                ),
             ])
         })
     }
@@ -311,6 +318,10 @@ impl Store for SqlStore {
 
     fn tool_results<'a>(&'a self, project: &'a str, item_ids: &'a [String]) -> BoxFuture<'a, Result<super::PrivateResults, StoreError>> {
         Box::pin(self.tool_results_of(project, item_ids))
+    }
+
+    fn answer_approvals<'a>(&'a self, project: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        Box::pin(self.answer_approvals_of(project, ids))
     }
 
     fn input_items<'a>(&'a self, project: &'a str, id: &'a str, q: &'a ListQuery) -> BoxFuture<'a, Result<Option<Page>, StoreError>> {

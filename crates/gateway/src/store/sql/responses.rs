@@ -107,6 +107,30 @@ impl SqlStore {
         Ok(out)
     }
 
+    /// Records `ids` as answered in one transaction; the first one answered already is
+    /// returned and nothing is recorded (the insert of each conflicts on its key, so two
+    /// answers at once cannot both pass).
+    pub(super) async fn answer_approvals_of(&self, project: &str, ids: &[String]) -> Result<Option<String>, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let now = super::super::now_ms();
+        for id in ids {
+            let inserted = sqlx::query("INSERT INTO approvals_answered (project, request_id, answered_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
+                .bind(project)
+                .bind(id)
+                .bind(now)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?
+                .rows_affected();
+            if inserted == 0 {
+                tx.rollback().await.map_err(db_err)?;
+                return Ok(Some(id.clone()));
+            }
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(None)
+    }
+
     pub(super) async fn input_items_of(&self, project: &str, id: &str, q: &ListQuery) -> Result<Option<Page>, StoreError> {
         let Some(text) = self.column(project, id, Column::InputItems).await? else { return Ok(None) };
         let items: Vec<Value> = parse(&text, Column::InputItems.what(), id)?;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use protocol::output::McpToolInfo;
+use protocol::ApiError;
 use serde_json::Value;
 
 use super::call::McpTool;
@@ -28,6 +29,17 @@ impl Discovery for McpServer {
 
     fn label_field(&self) -> &'static str {
         "server_label"
+    }
+
+    /// A request's server whose host resolves only to private addresses is a 400 now.
+    fn check(&self) -> BoxFuture<'_, Result<(), ApiError>> {
+        Box::pin(async move {
+            let Ok(target) = &self.decl.target else { return Ok(()) };
+            self.servers
+                .check_resolved(target)
+                .await
+                .map_err(|m| ApiError::invalid(format!("{}.server_url", self.decl.param), m).with_code("invalid_value"))
+        })
     }
 
     /// A turn's connection is made here (not yet opened). `known` tools that do not parse

@@ -89,11 +89,10 @@ impl ToolType for McpType {
                 let arguments = text("arguments").unwrap_or("{}").to_string();
                 Some(Recorded::ApprovalRequest(Call { call_id: id.to_string(), name: visible_name(label, name), arguments }))
             }
-            "mcp_approval_response" => Some(Recorded::ApprovalResponse {
-                request_id: text("approval_request_id").map(str::to_string),
-                approve: raw.get("approve").and_then(Value::as_bool),
-                reason: text("reason").map(str::to_string),
-            }),
+            "mcp_approval_response" => {
+                let field = |k: &str| raw.get(k).cloned().unwrap_or(Value::Null);
+                Some(Recorded::ApprovalResponse { request_id: field("approval_request_id"), approve: field("approve"), reason: field("reason") })
+            }
             "mcp_call" => Some(Recorded::ApprovedRun { request_id: text("approval_request_id")?.to_string(), replayed: replayed_call(raw)? }),
             _ => None,
         }
@@ -134,6 +133,9 @@ impl ToolType for McpType {
                 ..t.clone()
             }),
             (None, Some(url)) => {
+                if url.len() > MAX_URL_BYTES {
+                    return Err(invalid("server_url", format!("server_url is longer than {MAX_URL_BYTES} bytes.")));
+                }
                 let url = servers.check_url(&url).map_err(|m| invalid("server_url", m))?;
                 Ok(Target { url, credentials, trusted: false, description: None })
             }
@@ -179,12 +181,25 @@ fn credentials(decl: &Value, param: &str) -> Result<Credentials, ApiError> {
         if reqwest::header::HeaderName::from_bytes(k.as_bytes()).is_err() || reqwest::header::HeaderValue::from_str(v).is_err() {
             return Err(invalid("headers", format!("Header '{}' is not a valid HTTP header name and value.", k.escape_debug())));
         }
+        if RESERVED_HEADERS.iter().any(|r| r.eq_ignore_ascii_case(k)) {
+            return Err(invalid("headers", format!("Header '{k}' is set by the gateway's MCP client and cannot be given.")));
+        }
     }
     if authorization.as_deref().is_some_and(|a| reqwest::header::HeaderValue::from_str(&format!("Bearer {a}")).is_err()) {
         return Err(invalid("authorization", "authorization must be a token without line breaks or control characters.".into()));
     }
     Ok(Credentials { headers, authorization })
 }
+
+/// Headers the MCP client sets itself (HTTP framing and the MCP session): a request
+/// giving one would break the transport.
+const RESERVED_HEADERS: [&str; 13] = [
+    "host", "content-length", "transfer-encoding", "connection", "keep-alive", "upgrade", "te", "trailer",
+    "content-type", "accept", "mcp-session-id", "mcp-protocol-version", "last-event-id",
+];
+
+/// The longest `server_url`, in bytes.
+const MAX_URL_BYTES: usize = 2048;
 
 /// `allowed_tools`: `null`, a list of names, or `{tool_names?, read_only?}`.
 fn allowed_tools(v: Option<&Value>) -> Result<Allowed, String> {
@@ -286,6 +301,10 @@ mod tests {
         assert_eq!(param_of(with("headers", json!({"X Y\n": "v"}))).as_deref(), Some("tools[0].headers"));
         assert_eq!(param_of(with("headers", json!({"X-Y": "a\r\nInjected: 1"}))).as_deref(), Some("tools[0].headers"));
         assert_eq!(param_of(with("authorization", json!("x\r\ny"))).as_deref(), Some("tools[0].authorization"));
+        assert_eq!(param_of(with("headers", json!({"Host": "evil.example"}))).as_deref(), Some("tools[0].headers"), "reserved");
+        assert_eq!(param_of(with("headers", json!({"content-length": "0"}))).as_deref(), Some("tools[0].headers"), "reserved");
+        let long = format!("https://mcp.example.com/{}", "a".repeat(3000));
+        assert_eq!(param_of(with("server_url", json!(long))).as_deref(), Some("tools[0].server_url"));
         assert_eq!(param_of(with("allowed_tools", json!("a"))).as_deref(), Some("tools[0].allowed_tools"));
         assert_eq!(param_of(with("require_approval", json!("sometimes"))).as_deref(), Some("tools[0].require_approval"));
         assert_eq!(param_of(with("require_approval", json!({"always": {"tool_names": "echo"}}))).as_deref(), Some("tools[0].require_approval"));

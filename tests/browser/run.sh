@@ -47,18 +47,8 @@ fi
 if [ -z "${MCP_PYTHON:-}" ]; then
   VENV="$TARGET_DIR/py-venv"
   REQ="$ROOT/tests/python/requirements.txt"
-  if [ ! -x "$VENV/bin/python" ]; then
-    echo "run.sh: creating venv $VENV" >&2
-    mkdir -p "$(dirname "$VENV")"
-    "${PYTHON:-python3}" -m venv "$VENV"
-  fi
-  stamp_py="$VENV/.requirements.stamp"
-  want="$( { cat "$REQ"; "$VENV/bin/python" -c 'import sys; print(sys.version)'; } | sha256sum | cut -d' ' -f1)"
-  if [ "$(cat "$stamp_py" 2>/dev/null || true)" != "$want" ]; then
-    echo "run.sh: installing $REQ into $VENV" >&2
-    "$VENV/bin/python" -m pip install --disable-pip-version-check -q -r "$REQ"
-    echo "$want" >"$stamp_py"
-  fi
+  # shellcheck source=../python/venv.sh
+  . "$ROOT/tests/python/venv.sh"
   export MCP_PYTHON="$VENV/bin/python"
 fi
 case "$MCP_PYTHON" in /*) ;; *) MCP_PYTHON="$PWD/$MCP_PYTHON" ;; esac

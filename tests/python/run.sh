@@ -47,20 +47,8 @@ fi
 VENV="${PY_VENV:-$default_venv}"
 PYTHON="${PYTHON:-python3}"
 
-if [ ! -x "$VENV/bin/python" ]; then
-  echo "run.sh: creating venv $VENV" >&2
-  mkdir -p "$(dirname "$VENV")"
-  "$PYTHON" -m venv "$VENV"
-fi
-
-# Install only when the requirements (or the interpreter) changed since the last install.
-stamp="$VENV/.requirements.stamp"
-want="$( { cat "$REQ"; "$VENV/bin/python" -c 'import sys; print(sys.version)'; } | sha256sum | cut -d' ' -f1)"
-if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
-  echo "run.sh: installing $REQ into $VENV" >&2
-  "$VENV/bin/python" -m pip install --disable-pip-version-check -q -r "$REQ"
-  echo "$want" >"$stamp"
-fi
+# shellcheck source=venv.sh
+. "$HERE/venv.sh"
 
 if [ -z "${GATEWAY_BIN:-}" ] || [ -z "${UPSTREAM_BIN:-}" ]; then
   echo "run.sh: cargo build -p responses-gateway -p scripted-upstream" >&2

@@ -207,10 +207,10 @@ pub trait Store: Send + Sync + Debug {
     fn tool_results<'a>(&'a self, project: &'a str, item_ids: &'a [String]) -> BoxFuture<'a, Result<PrivateResults, StoreError>>;
     /// A page of the response's input items (None: unknown response).
     fn input_items<'a>(&'a self, project: &'a str, id: &'a str, q: &'a ListQuery) -> BoxFuture<'a, Result<Option<Page>, StoreError>>;
-    /// Records the MCP approval requests `ids` of `project` as answered by an approval that
-    /// runs their call (issue 18 "Approvals": at most once). Returns the first id answered
-    /// already, and then records none.
-    fn answer_approvals<'a>(&'a self, project: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Option<String>, StoreError>>;
+    /// Records the answers to MCP approval requests of `project` (issue 18 "Approvals": an
+    /// approval runs its call at most once). Returns the first approved id answered already
+    /// (approved or denied before), and then records nothing.
+    fn answer_approvals<'a>(&'a self, project: &'a str, answers: Answers<'a>) -> BoxFuture<'a, Result<Option<String>, StoreError>>;
     /// Writes a finished turn atomically: the response row (if stored) and the
     /// conversation's new items, transcript and lease release (if any).
     fn save_turn(&self, turn: TurnRecord) -> BoxFuture<'_, Result<(), StoreError>>;
@@ -293,6 +293,17 @@ pub trait Store: Send + Sync + Debug {
     fn reap_run<'a>(&'a self, id: &'a str, response: String) -> BoxFuture<'a, Result<bool, StoreError>>;
     /// What a turn on the conversation starts from (None: unknown conversation).
     fn conversation_context<'a>(&'a self, project: &'a str, id: &'a str) -> BoxFuture<'a, Result<Option<ConversationContext>, StoreError>>;
+}
+
+/// A request's answers to approval requests ([`Store::answer_approvals`]): request ids.
+#[derive(Debug, Clone, Copy)]
+pub struct Answers<'a> {
+    /// Approvals: each must be new.
+    pub approved: &'a [String],
+    /// Denials: recorded (again) without a check; a later approval of one is refused.
+    pub denied: &'a [String],
+    /// False: only look (a background request when queued; its run records them).
+    pub record: bool,
 }
 
 /// Opens the configured store: connects (within `acquire_timeout_ms`), runs the migrations.

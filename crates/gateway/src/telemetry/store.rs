@@ -148,8 +148,8 @@ impl Store for TimedStore {
     fn input_items<'a>(&'a self, project: &'a str, id: &'a str, q: &'a ListQuery) -> BoxFuture<'a, Result<Option<Page>, StoreError>> {
         self.time(Op::InputItems, self.inner.input_items(project, id, q))
     }
-    fn answer_approvals<'a>(&'a self, project: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
-        self.time(Op::AnswerApprovals, self.inner.answer_approvals(project, ids))
+    fn answer_approvals<'a>(&'a self, project: &'a str, answers: crate::store::Answers<'a>) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        self.time(Op::AnswerApprovals, self.inner.answer_approvals(project, answers))
     }
     fn save_turn(&self, turn: TurnRecord) -> BoxFuture<'_, Result<(), StoreError>> {
         self.time(Op::SaveTurn, self.inner.save_turn(turn))

@@ -96,6 +96,10 @@ pub struct Transcript {
     /// runs them first and puts their results in place of the placeholder the build left.
     #[serde(skip)]
     pub approved: Vec<(String, String)>,
+    /// This request's denials, as `(request id, the answer's input param)`: recorded, so that
+    /// a later approval of one (from an earlier response) is refused.
+    #[serde(skip)]
+    pub denied: Vec<(String, String)>,
 }
 
 impl Transcript {

@@ -92,14 +92,15 @@ pub(super) fn record(item: Recorded, param: &str, t: &mut Transcript, calls: &mu
             };
             let slot = calls.index.get(&id).copied().filter(|_| t.approvals.contains(&id));
             match slot.and_then(|i| calls.ids.get_mut(i)) {
-                None => Err(ApiError::invalid(field, format!("No approval request found with id '{id}'.")).with_code("invalid_value")),
-                Some((_, true)) => Err(ApiError::invalid(field, format!("The approval request '{id}' was already answered.")).with_code("invalid_value")),
+                None => Err(ApiError::invalid(field, format!("No approval request found with id '{}'.", shown(&id))).with_code("invalid_value")),
+                Some((_, true)) => Err(ApiError::invalid(field, format!("The approval request '{}' was already answered.", shown(&id))).with_code("invalid_value")),
                 Some((_, answered)) => {
                     *answered = true;
                     if approve {
                         t.approved.push((id.clone(), param.to_string()));
                         t.push_tool_result(id, APPROVED_NOT_RUN.to_string());
                     } else {
+                        t.denied.push((id.clone(), param.to_string()));
                         let text = match reason.filter(|r| !r.trim().is_empty()) {
                             Some(r) => format!("{DENIED} The user's reason: {r}"),
                             None => DENIED.to_string(),
@@ -113,3 +114,10 @@ pub(super) fn record(item: Recorded, param: &str, t: &mut Transcript, calls: &mu
     }
 }
 
+/// An id as an error message shows it: at most 80 characters.
+fn shown(id: &str) -> String {
+    match id.char_indices().nth(80) {
+        Some((cut, _)) => format!("{}…", &id[..cut]),
+        None => id.to_string(),
+    }
+}

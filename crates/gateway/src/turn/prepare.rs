@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::error::GatewayError;
 use crate::events::ids::new_id;
 use crate::executors::Registry;
-use crate::store::{items, LeaseOutcome, Store, StoreError};
+use crate::store::{items, Answers, LeaseOutcome, Store, StoreError};
 use crate::tools::replay::Replayer;
 use crate::tools::ResolveCtx;
 use crate::transcript::ToolReplay;
@@ -197,9 +197,10 @@ pub async fn prepare(req: CreateResponse, body: &[u8], ctx: &Context<'_>) -> Res
         }
     };
     // An approval runs its call at most once, whatever the client continues from.
+    // A background request is checked when queued and recorded when its run starts.
     let runs_now = !prepared.base.background || ctx.worker;
-    let approved = if runs_now { prepared.transcript.approved.as_slice() } else { &[] };
-    if let Err(e) = Box::pin(answer_approvals(ctx, approved)).await {
+    let t = &prepared.transcript;
+    if let Err(e) = Box::pin(answer_approvals(ctx, &t.approved, &t.denied, runs_now)).await {
         if let Some(t) = &turn {
             Box::pin(t.lease.release()).await;
         }
@@ -218,15 +219,18 @@ pub async fn prepare(req: CreateResponse, body: &[u8], ctx: &Context<'_>) -> Res
     Ok(prepared)
 }
 
-/// Records the approvals of this request that run a call (issue 18 "Approvals"). One that
-/// was answered already (a retried request, two answers at once, a continuation from an
-/// earlier response) is a 400 on its `approval_request_id`.
-async fn answer_approvals(ctx: &Context<'_>, approved: &[(String, String)]) -> Result<(), GatewayError> {
-    if approved.is_empty() {
+/// Records this request's answers to approval requests (issue 18 "Approvals"; only checks
+/// them unless `record`). An approval of a request answered already (a retried request, two
+/// answers at once, a continuation from an earlier response, one denied before) is a 400 on
+/// its `approval_request_id`.
+async fn answer_approvals(ctx: &Context<'_>, approved: &[(String, String)], denied: &[(String, String)], record: bool) -> Result<(), GatewayError> {
+    if approved.is_empty() && (denied.is_empty() || !record) {
         return Ok(());
     }
-    let ids: Vec<String> = approved.iter().map(|(id, _)| id.clone()).collect();
-    let Some(id) = Box::pin(ctx.store.answer_approvals(ctx.project, &ids)).await? else { return Ok(()) };
+    let ids = |list: &[(String, String)]| list.iter().map(|(id, _)| id.clone()).collect::<Vec<_>>();
+    let (approved_ids, denied_ids) = (ids(approved), ids(denied));
+    let answers = Answers { approved: &approved_ids, denied: &denied_ids, record };
+    let Some(id) = Box::pin(ctx.store.answer_approvals(ctx.project, answers)).await? else { return Ok(()) };
     let param = approved.iter().find(|(a, _)| *a == id).map_or_else(|| "input".to_string(), |(_, p)| format!("{p}.approval_request_id"));
     Err(GatewayError::bad_request(Some(param), format!("The approval request '{id}' was already answered.")).with_code("invalid_value"))
 }

@@ -402,3 +402,24 @@ async fn an_operator_server_is_named_by_label_and_its_url_is_never_shown() {
     let (status, body) = h.post(json!({"model": "m", "input": "go", "tools": with_url})).await;
     assert_eq!((status, error_of(&body)["param"].as_str()), (400, Some("tools[0].server_url")));
 }
+
+#[tokio::test]
+async fn a_denied_or_answered_request_is_never_approved_later_from_an_earlier_response() {
+    let (url, calls) = mcp_server().await;
+    let h = gateway(30_000).await;
+    let tools = json!([approval_decl(&url, Value::Null)]);
+    h.upstream.push(Script::tool_call("demo__echo", r#"{"text":"no"}"#));
+    let (_, first) = h.post(json!({"model": "m", "input": "echo it", "tools": tools})).await;
+    let id = items(&first, "mcp_approval_request")[0]["id"].clone();
+    let answer = |approve: bool| json!([{"type": "mcp_approval_response", "approval_request_id": id, "approve": approve}]);
+    h.upstream.push(Script::text(&["fine"]));
+    let (status, denied) = h.post(json!({"model": "m", "previous_response_id": first["id"], "input": answer(false), "tools": tools})).await;
+    assert_eq!(status, 200, "{denied}");
+    // Forking from the request's response with an approval: refused, nothing runs.
+    let (status, body) = h.post(json!({"model": "m", "previous_response_id": first["id"], "input": answer(true), "tools": tools})).await;
+    assert_eq!((status, error_of(&body)["param"].as_str()), (400, Some("input[0].approval_request_id")), "{body}");
+    // A background answer is refused when queued, not failed later.
+    let (status, body) = h.post(json!({"model": "m", "previous_response_id": first["id"], "input": answer(true), "tools": tools, "background": true})).await;
+    assert_eq!((status, error_of(&body)["param"].as_str()), (400, Some("input[0].approval_request_id")), "{body}");
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+}

@@ -66,9 +66,14 @@ impl Credentials {
         self.headers.is_empty() && self.authorization.is_none()
     }
 
-    /// These credentials with `over`'s on top (a header of the same name, case-insensitive,
-    /// and the token are replaced).
+    /// These credentials with `over`'s on top: a header of the same name (case-insensitive)
+    /// is replaced; `over`'s token (or Authorization header) replaces both forms of ours.
     pub fn overridden_by(mut self, over: &Credentials) -> Credentials {
+        let is_auth = |name: &str| name.eq_ignore_ascii_case("authorization");
+        if over.authorization.is_some() || over.headers.iter().any(|(k, _)| is_auth(k)) {
+            self.authorization = None;
+            self.headers.retain(|(name, _)| !is_auth(name));
+        }
         for (k, v) in &over.headers {
             self.headers.retain(|(name, _)| !name.eq_ignore_ascii_case(k));
             self.headers.push((k.clone(), v.clone()));
@@ -311,6 +316,15 @@ mod tests {
         assert!(servers(&[], &[], true).check_url("http://127.0.0.1:9000/mcp").is_err(), "nothing allowed by default");
     }
 
+
+    #[test]
+    fn the_operators_token_replaces_the_requests_in_either_form() {
+        let request = Credentials { headers: vec![("Authorization".into(), "Bearer req".into()), ("X-A".into(), "a".into())], authorization: None };
+        let operator = Credentials { headers: vec![("x-a".into(), "op".into())], authorization: Some("op-token".into()) };
+        let merged = request.overridden_by(&operator);
+        assert_eq!(merged.authorization.as_deref(), Some("op-token"));
+        assert_eq!(merged.headers, vec![("x-a".to_string(), "op".to_string())], "one token, one X-A");
+    }
 
     #[tokio::test]
     async fn a_host_resolving_only_to_private_addresses_is_refused_early() {

@@ -286,6 +286,8 @@ pub(crate) fn item_id(item: &Value) -> String {
     item.get("id").and_then(Value::as_str).unwrap_or_default().to_string()
 }
 
+use super::Answers;
+
 impl Store for SqlStore {
     fn backend(&self) -> BackendKind {
         self.backend
@@ -320,8 +322,8 @@ impl Store for SqlStore {
         Box::pin(self.tool_results_of(project, item_ids))
     }
 
-    fn answer_approvals<'a>(&'a self, project: &'a str, ids: &'a [String]) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
-        Box::pin(self.answer_approvals_of(project, ids))
+    fn answer_approvals<'a>(&'a self, project: &'a str, answers: Answers<'a>) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        Box::pin(self.answer_approvals_of(project, answers.approved, answers.denied, answers.record))
     }
 
     fn input_items<'a>(&'a self, project: &'a str, id: &'a str, q: &'a ListQuery) -> BoxFuture<'a, Result<Option<Page>, StoreError>> {

@@ -107,21 +107,33 @@ impl SqlStore {
         Ok(out)
     }
 
-    /// Records `ids` as answered in one transaction; the first one answered already is
-    /// returned and nothing is recorded (the insert of each conflicts on its key, so two
-    /// answers at once cannot both pass).
-    pub(super) async fn answer_approvals_of(&self, project: &str, ids: &[String]) -> Result<Option<String>, StoreError> {
+    /// Records the answers to approval requests in one transaction: `denied` ones (again, at
+    /// no cost), then `approved` ones, each of which must be new. Returns the first approved id
+    /// answered already (by an approval or a denial), and then records nothing. `record: false`
+    /// only looks. Each insert conflicts on its key, so two approvals at once cannot both pass.
+    pub(super) async fn answer_approvals_of(&self, project: &str, approved: &[String], denied: &[String], record: bool) -> Result<Option<String>, StoreError> {
+        if !record {
+            for id in approved {
+                let found: Option<(i64,)> = sqlx::query_as("SELECT answered_at FROM approvals_answered WHERE project = $1 AND request_id = $2")
+                    .bind(project)
+                    .bind(id)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(db_err)?;
+                if found.is_some() {
+                    return Ok(Some(id.clone()));
+                }
+            }
+            return Ok(None);
+        }
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         let now = super::super::now_ms();
-        for id in ids {
-            let inserted = sqlx::query("INSERT INTO approvals_answered (project, request_id, answered_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
-                .bind(project)
-                .bind(id)
-                .bind(now)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?
-                .rows_affected();
+        const INSERT: &str = "INSERT INTO approvals_answered (project, request_id, answered_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING";
+        for id in denied {
+            sqlx::query(INSERT).bind(project).bind(id).bind(now).execute(&mut *tx).await.map_err(db_err)?;
+        }
+        for id in approved {
+            let inserted = sqlx::query(INSERT).bind(project).bind(id).bind(now).execute(&mut *tx).await.map_err(db_err)?.rows_affected();
             if inserted == 0 {
                 tx.rollback().await.map_err(db_err)?;
                 return Ok(Some(id.clone()));

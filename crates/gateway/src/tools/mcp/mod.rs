@@ -185,6 +185,9 @@ fn credentials(decl: &Value, param: &str) -> Result<Credentials, ApiError> {
             return Err(invalid("headers", format!("Header '{k}' is set by the gateway's MCP client and cannot be given.")));
         }
     }
+    if authorization.is_some() && headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization")) {
+        return Err(invalid("headers", "Give the token once: in 'authorization' or as an Authorization header, not both.".into()));
+    }
     if authorization.as_deref().is_some_and(|a| reqwest::header::HeaderValue::from_str(&format!("Bearer {a}")).is_err()) {
         return Err(invalid("authorization", "authorization must be a token without line breaks or control characters.".into()));
     }
@@ -302,6 +305,7 @@ mod tests {
         assert_eq!(param_of(with("headers", json!({"X-Y": "a\r\nInjected: 1"}))).as_deref(), Some("tools[0].headers"));
         assert_eq!(param_of(with("authorization", json!("x\r\ny"))).as_deref(), Some("tools[0].authorization"));
         assert_eq!(param_of(with("headers", json!({"Host": "evil.example"}))).as_deref(), Some("tools[0].headers"), "reserved");
+        assert_eq!(param_of(with("headers", json!({"authorization": "Bearer h"}))).as_deref(), Some("tools[0].headers"), "the token twice");
         assert_eq!(param_of(with("headers", json!({"content-length": "0"}))).as_deref(), Some("tools[0].headers"), "reserved");
         let long = format!("https://mcp.example.com/{}", "a".repeat(3000));
         assert_eq!(param_of(with("server_url", json!(long))).as_deref(), Some("tools[0].server_url"));

@@ -10,6 +10,7 @@ pub mod error;
 pub mod events;
 pub mod executors;
 pub mod http;
+pub mod service;
 pub mod store;
 pub mod telemetry;
 pub mod tools;

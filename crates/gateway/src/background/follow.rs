@@ -1,4 +1,4 @@
-//! Following a background run (issue 19 "Resume"): its frames from this process's memory
+//! Following a background run (issue 19 "Resume"): its events (JSON) from this process's memory
 //! while it is queued or runs here, else from the store's log; and what `GET` shows of a run
 //! not stored yet.
 
@@ -11,11 +11,11 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::log::{self, RunLog};
-use super::{fold_frames, frames_of, Background, EndAs, Runs};
+use super::{fold_events, events_of, Background, EndAs, Runs};
 use crate::admission::StreamPermit;
 use crate::error::GatewayError;
 
-/// Where a follower finds a run's frames in this process.
+/// Where a follower finds a run's events in this process.
 enum Found {
     /// The run executes here, or a worker here has claimed it.
     Here(Arc<RunLog>),
@@ -27,7 +27,7 @@ enum Found {
 
 impl Background {
     /// Follows the events of response `id` of `project` after sequence number `after` (all:
-    /// `None`): the frames go to the returned channel until the terminal one. From this
+    /// `None`): the events go to the returned channel until the terminal one. From this
     /// process's memory when the run executes here, else from the store's log, read every
     /// [`log::POLL`]. `None` for a stored response without an event log (not a background
     /// one) when `after` is `None`. Errors: 404 for an unknown id; 400 naming
@@ -117,11 +117,11 @@ impl Background {
         if snapshot.get("status").and_then(Value::as_str) != Some("in_progress") {
             return Ok(Some(snapshot));
         }
-        let frames: Vec<String> = match self.local_log(id) {
+        let events: Vec<String> = match self.local_log(id) {
             Some(log) => log.since(0).iter().map(|f| String::from_utf8_lossy(f).into_owned()).collect(),
-            None => self.deps.store.events_after(id, None, usize::MAX).await?.into_iter().map(|(_, f)| f).collect(),
+            None => self.deps.store.events_after(id, None, usize::MAX).await?.into_iter().map(|(_, f)| log::event_of_row(f)).collect(),
         };
-        Ok(Some(fold_frames(snapshot, &frames)))
+        Ok(Some(fold_events(snapshot, &events)))
     }
 
     /// A run that ended before it started (cancelled while queued, or its request no longer
@@ -142,13 +142,13 @@ impl Background {
             EndAs::Cancelled => EventKind::Incomplete { response: Box::new(ended) },
             EndAs::Failed => EventKind::Failed { response: Box::new(ended) },
         };
-        let frames = frames_of(&[kind], 2);
-        if let Err(e) = store.append_events(id, 2, frames.clone()).await {
+        let events = events_of(&[kind], 2);
+        if let Err(e) = store.append_events(id, 2, events.clone()).await {
             tracing::warn!(response_id = %id, error = %e, "ending a background run's event log failed");
         }
-        // This process's stream of the run ends with the same frame.
+        // This process's stream of the run ends with the same event.
         if let Some(log) = here {
-            for f in frames.into_iter().filter(|_| log.len() == 2) {
+            for f in events.into_iter().filter(|_| log.len() == 2) {
                 log.push(Bytes::from(f));
             }
             log.close();
@@ -200,9 +200,9 @@ impl Background {
     async fn follow_into(&self, project: &str, id: &str, mut last: Option<u64>, tx: mpsc::UnboundedSender<Bytes>) {
         let store = &self.deps.store;
         loop {
-            // From memory while the run is (or may yet be) here; every POLL without a frame,
+            // From memory while the run is (or may yet be) here; every POLL without a event,
             // a run queued here but not claimed here is looked up: once it is claimed
-            // elsewhere (or ended unstarted), its frames come from the store.
+            // elsewhere (or ended unstarted), its events come from the store.
             let (log, queued) = match self.find(id) {
                 Found::Here(log) => (Some(log), false),
                 Found::Queued(log) => (Some(log), true),
@@ -221,17 +221,18 @@ impl Background {
                     }
                 }
             }
-            let frames = match store.events_after(id, last, 256).await {
+            let events = match store.events_after(id, last, 256).await {
                 Ok(f) => f,
                 Err(e) => {
                     tracing::warn!(response_id = %id, error = %e, "reading a background run's events failed");
                     Vec::new()
                 }
             };
-            let got = !frames.is_empty();
-            for (seq, frame) in frames {
-                let terminal = log::is_terminal(&frame);
-                if tx.send(Bytes::from(frame)).is_err() {
+            let got = !events.is_empty();
+            for (seq, event) in events {
+                let event = log::event_of_row(event);
+                let terminal = log::is_terminal(&event);
+                if tx.send(Bytes::from(event)).is_err() {
                     return;
                 }
                 last = Some(seq);
@@ -240,7 +241,7 @@ impl Background {
                 }
             }
             if !got {
-                // Nothing new: a run that ended without a terminal frame (cancelled before
+                // Nothing new: a run that ended without a terminal event (cancelled before
                 // it started) has nothing more to send.
                 let pending = self.pending(project, id).await;
                 if !pending && store.events_after(id, last, 1).await.map(|f| f.is_empty()).unwrap_or(true) {

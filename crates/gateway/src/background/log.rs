@@ -1,11 +1,14 @@
-//! A background run's event log (issue 19 "Resume"): the run's events as SSE frames, exactly
-//! the bytes a foreground stream sends (its sink is the same [`SseSink`]), numbered by their
-//! `sequence_number` from 0. The worker's pump keeps them in memory for followers in this
-//! process ([`RunLog`]) and writes them to the store's `response_events` in batches (at most
-//! [`BATCH`] frames or [`BATCH_WAIT`] apart), in order, so that followers on any replica,
-//! and resumes after the run, read the same bytes.
+//! A background run's event log (issue 19 "Resume", issue 27): the run's events as typed
+//! JSON, one value per event (the SSE `data:` payload, written by the run's own
+//! [`WireSink`] in its JSON framing), numbered by their `sequence_number` from 0. The
+//! worker's pump keeps them in memory for followers in this process ([`RunLog`]) and writes
+//! them to the store's `response_events` in batches (at most [`BATCH`] events or
+//! [`BATCH_WAIT`] apart), in order, so that followers on any replica, and resumes after the
+//! run, read the same events. An SSE follower renders each one as the frame a foreground
+//! stream sends (`events::wire_sink::sse_frame_of`), so a resume is byte-identical to the
+//! live stream.
 //!
-//! [`SseSink`]: crate::events::sse_sink::SseSink
+//! [`WireSink`]: crate::events::wire_sink::WireSink
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -15,19 +18,19 @@ use tokio::sync::{mpsc, watch};
 
 use crate::store::Store;
 
-/// Frames per store write, at most.
+/// Events per store write, at most.
 pub const BATCH: usize = 256;
-/// Longest a frame waits in the pump before it is written to the store.
+/// Longest an event waits in the pump before it is written to the store.
 pub const BATCH_WAIT: Duration = Duration::from_millis(50);
-/// How often a follower on another replica than the run's reads the store for new frames:
+/// How often a follower on another replica than the run's reads the store for new events:
 /// the added latency of following a run from elsewhere is at most this plus [`BATCH_WAIT`].
 pub const POLL: Duration = Duration::from_millis(100);
 
-/// The frames of a run executing in this process, shared with its followers.
+/// The events of a run executing in this process, shared with its followers.
 #[derive(Debug)]
 pub struct RunLog {
-    frames: Mutex<Vec<Bytes>>,
-    /// How many frames exist, and whether the log is open, complete or moved.
+    events: Mutex<Vec<Bytes>>,
+    /// How many events exist, and whether the log is open, complete or moved.
     len: watch::Sender<(usize, State)>,
 }
 
@@ -36,22 +39,22 @@ impl RunLog {
         RunLog::with(Vec::new())
     }
 
-    /// A log that starts with `frames` (sequence numbers 0, 1, …).
-    pub fn with(frames: Vec<Bytes>) -> Arc<RunLog> {
-        let n = frames.len();
-        Arc::new(RunLog { frames: Mutex::new(frames), len: watch::channel((n, State::Open)).0 })
+    /// A log that starts with `events` (sequence numbers 0, 1, …).
+    pub fn with(events: Vec<Bytes>) -> Arc<RunLog> {
+        let n = events.len();
+        Arc::new(RunLog { events: Mutex::new(events), len: watch::channel((n, State::Open)).0 })
     }
 
-    pub(super) fn push(&self, frame: Bytes) {
+    pub(super) fn push(&self, event: Bytes) {
         let n = {
-            let mut f = self.frames.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            f.push(frame);
+            let mut f = self.events.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            f.push(event);
             f.len()
         };
         self.len.send_modify(|l| l.0 = n);
     }
 
-    /// Every frame is here (the run ended).
+    /// Every event is here (the run ended).
     pub(super) fn close(&self) {
         self.len.send_modify(|l| {
             if l.1 == State::Open {
@@ -60,7 +63,7 @@ impl RunLog {
         });
     }
 
-    /// The run's next frames will not come here (another replica claimed it): followers go
+    /// The run's next events will not come here (another replica claimed it): followers go
     /// on from the store.
     pub(super) fn moved(&self) {
         self.len.send_modify(|l| {
@@ -72,36 +75,36 @@ impl RunLog {
 
     /// Frames from index `from` on (a clone of each `Bytes`: no copy).
     pub fn since(&self, from: usize) -> Vec<Bytes> {
-        let f = self.frames.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let f = self.events.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         f.get(from..).map(<[Bytes]>::to_vec).unwrap_or_default()
     }
 
-    /// How many frames exist now.
+    /// How many events exist now.
     pub fn len(&self) -> usize {
         self.len.borrow().0
     }
 
-    /// True once the run's turn has ended and every frame is here.
+    /// True once the run's turn has ended and every event is here.
     pub fn is_complete(&self) -> bool {
         self.len.borrow().1 == State::Complete
     }
 
-    /// True while no frame exists.
+    /// True while no event exists.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// Sends every frame after `after` to `tx`, then each new one, until the log is complete
-    /// or the receiver is gone ([`Followed::Done`]), or, with `idle`, until no frame came
-    /// for that long ([`Followed::Idle`], with the last frame sent).
+    /// Sends every event after `after` to `tx`, then each new one, until the log is complete
+    /// or the receiver is gone ([`Followed::Done`]), or, with `idle`, until no event came
+    /// for that long ([`Followed::Idle`], with the last event sent).
     pub async fn follow(&self, after: Option<u64>, tx: &mpsc::UnboundedSender<Bytes>, idle: Option<Duration>) -> Followed {
         let mut next = after.map_or(0, |a| usize::try_from(a).unwrap_or(usize::MAX).saturating_add(1));
         let mut changes = self.len.subscribe();
         loop {
             let (len, state) = *changes.borrow_and_update();
             if len > next {
-                for frame in self.since(next) {
-                    if tx.send(frame).is_err() {
+                for event in self.since(next) {
+                    if tx.send(event).is_err() {
                         return Followed::Done;
                     }
                 }
@@ -111,8 +114,8 @@ impl RunLog {
                 // Frames pushed between the read and the close.
                 let rest = self.since(next);
                 next += rest.len();
-                for frame in rest {
-                    let _ = tx.send(frame);
+                for event in rest {
+                    let _ = tx.send(event);
                 }
                 return match state {
                     State::Moved => Followed::Moved(next.checked_sub(1).map(|n| n as u64)),
@@ -136,15 +139,15 @@ impl RunLog {
 /// How [`RunLog::follow`] ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Followed {
-    /// Every frame was sent (or the receiver is gone).
+    /// Every event was sent (or the receiver is gone).
     Done,
-    /// Nothing new for the idle time: the sequence number of the last frame sent, if any.
+    /// Nothing new for the idle time: the sequence number of the last event sent, if any.
     Idle(Option<u64>),
-    /// The run's next frames are in the store: the last frame sent, if any.
+    /// The run's next events are in the store: the last event sent, if any.
     Moved(Option<u64>),
 }
 
-/// Whether more frames may come to a [`RunLog`].
+/// Whether more events may come to a [`RunLog`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Open,
@@ -152,15 +155,20 @@ enum State {
     Moved,
 }
 
-/// Reads the run's sink frames from `rx` into `log` and the store, in order, until the sink
+/// The run's own sink: each event as JSON into the pump's channel.
+pub fn sink(tx: mpsc::UnboundedSender<Bytes>) -> Box<dyn crate::events::EventSink> {
+    Box::new(crate::events::wire_sink::WireSink::json(tx))
+}
+
+/// Reads the run's sink events from `rx` into `log` and the store, in order, until the sink
 /// is dropped (the turn ended); then the log is complete. The store's log already holds
-/// `written` frames. Empty frames (the sink's flush marks) are skipped. A failed store write
+/// `written` events. Empty ones (the sink's flush marks) are skipped. A failed store write
 /// is logged and retried with the next batch.
 pub async fn pump(mut rx: mpsc::UnboundedReceiver<Bytes>, log: Arc<RunLog>, store: Arc<dyn Store>, id: String, mut written: u64) {
     let mut pending: Vec<String> = Vec::new();
     let mut open = true;
     while open {
-        // Wait for a frame; then take what else arrives within BATCH_WAIT, up to BATCH.
+        // Wait for an event; then take what else arrives within BATCH_WAIT, up to BATCH.
         match rx.recv().await {
             Some(f) => take(f, &log, &mut pending),
             None => open = false,
@@ -193,17 +201,32 @@ pub async fn pump(mut rx: mpsc::UnboundedReceiver<Bytes>, log: Arc<RunLog>, stor
     log.close();
 }
 
-fn take(frame: Bytes, log: &RunLog, pending: &mut Vec<String>) {
-    if frame.is_empty() {
+fn take(event: Bytes, log: &RunLog, pending: &mut Vec<String>) {
+    if event.is_empty() {
         return;
     }
-    pending.push(String::from_utf8_lossy(&frame).into_owned());
-    log.push(frame);
+    pending.push(String::from_utf8_lossy(&event).into_owned());
+    log.push(event);
 }
 
-/// True when `frame` is a terminal event's (`response.completed`, `.incomplete`, `.failed`).
-pub fn is_terminal(frame: &str) -> bool {
-    ["event: response.completed\n", "event: response.incomplete\n", "event: response.failed\n"].iter().any(|p| frame.starts_with(p))
+/// A stored row of the log as its JSON event: rows written before migration 0007 hold a
+/// whole SSE frame (`event: …\ndata: {json}\n\n`), whose payload this is; any other row as it is.
+pub fn event_of_row(row: String) -> String {
+    if !row.starts_with("event: ") {
+        return row;
+    }
+    match row.split_once("\ndata: ") {
+        Some((_, data)) => data.trim_end_matches('\n').to_string(),
+        None => row,
+    }
+}
+
+/// True when `event` (JSON) is a terminal one (`response.completed`, `.incomplete`, `.failed`).
+pub fn is_terminal(event: &str) -> bool {
+    matches!(
+        crate::events::wire_sink::event_type(event.as_bytes()),
+        Some("response.completed" | "response.incomplete" | "response.failed")
+    )
 }
 
 #[cfg(test)]
@@ -225,8 +248,12 @@ mod tests {
         assert_eq!(follower.await.unwrap(), Followed::Done);
         let got: Vec<Bytes> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
         assert_eq!(got, vec![Bytes::from_static(b"b"), Bytes::from_static(b"c")]);
-        assert!(is_terminal("event: response.failed\ndata: {}\n\n"));
-        assert!(!is_terminal("event: response.failed.x\ndata: {}\n\n"));
+        assert!(is_terminal(r#"{"type":"response.failed","response":{}}"#));
+        assert!(!is_terminal(r#"{"type":"response.failed.x"}"#));
+        assert!(!is_terminal("event: response.failed\ndata: {}\n\n"));
+        let legacy = "event: response.failed\ndata: {\"type\":\"response.failed\"}\n\n".to_string();
+        assert!(is_terminal(&event_of_row(legacy)), "a row of an SSE frame reads as its event");
+        assert_eq!(event_of_row("{\"type\":\"x\"}".into()), "{\"type\":\"x\"}");
     }
 
     #[tokio::test]

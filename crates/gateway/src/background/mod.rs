@@ -1,7 +1,9 @@
 //! Background responses (`background: true`, issue 19; contract §1 `background`): the
 //! request is checked and queued in the store (`runs`) and answered at once with the
 //! Response in status `queued`; a worker of any replica claims it, prepares and runs the
-//! turn like a foreground one (no event sink), and stores it. `GET /v1/responses/{id}`
+//! turn like a foreground one, and stores it. The worker is a thin adapter: the turn
+//! service prepares the run's request as it prepares any create ([`PrepareRun`]), and the
+//! run's events go to its log. `GET /v1/responses/{id}`
 //! shows `queued` → `in_progress` → the terminal status. `POST …/cancel` cancels a queued
 //! run at once and an in-progress one through its worker: in this process at once, on
 //! another replica at that worker's next heartbeat.
@@ -14,7 +16,7 @@
 mod follow;
 pub mod log;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -30,27 +32,28 @@ use tokio_util::task::TaskTracker;
 use crate::config::background::BackgroundConfig;
 use crate::error::GatewayError;
 use crate::events::ids::new_id;
-use crate::events::sse_sink::SseSink;
+use futures_util::future::BoxFuture;
 use log::RunLog;
-use crate::executors::Registry;
 use crate::store::{ClaimedRun, RunCancel, Store, StoreError};
-use crate::turn::{self, driver, Prepared, Runner, Sizes};
+use crate::turn::{driver, Prepared, Runner};
 
-/// What a worker prepares and runs a turn with (as the `POST /v1/responses` handler does).
+/// What a worker runs a turn with (its request is prepared by a [`PrepareRun`]).
 #[derive(Debug, Clone)]
 pub struct Deps {
     pub store: Arc<dyn Store>,
     pub runner: Runner,
-    pub models: Option<BTreeMap<String, String>>,
-    pub reject_unknown: bool,
-    pub registry: Arc<Registry>,
-    /// `store.lease_ttl_ms` (conversation leases).
-    pub lease_ttl_ms: u64,
-    pub sizes: Sizes,
     /// Cancelled at the end of the shutdown grace period: running turns end `incomplete`.
     pub shutdown: CancellationToken,
     /// `[limits]`: a running background turn holds one of the upstream's slots.
     pub admission: Arc<crate::admission::Admission>,
+}
+
+/// How a worker prepares the request of the run it claimed: as a create request of the
+/// run's `project` is prepared (validated, its continuation loaded, its tools bound), by the
+/// turn service, which implements it. Errors: the request no longer prepares (its previous
+/// response was deleted…), or its conversation is busy (`ErrorKind::Conflict`).
+pub trait PrepareRun: Send + Sync {
+    fn prepare_run<'a>(&'a self, project: &'a str, body: &'a [u8]) -> BoxFuture<'a, Result<Prepared, GatewayError>>;
 }
 
 /// A run executing in this process: how to cancel it, when it is stored, and its events.
@@ -67,7 +70,7 @@ struct Runs {
     /// Runs executing here.
     running: HashMap<String, Local>,
     /// Streamed runs queued by this process and not running here yet: their log so far (the
-    /// frames written when queued), which the request's stream follows at once; `true` once
+    /// events written when queued), which the request's stream follows at once; `true` once
     /// a worker here has claimed the run (it takes the log over).
     queued: HashMap<String, (Arc<RunLog>, bool)>,
 }
@@ -116,17 +119,18 @@ impl Background {
         })
     }
 
-    /// Starts `background.workers` workers on `tracker` (shutdown waits for them); they
-    /// stop claiming when `stop` is cancelled.
+    /// Starts `background.workers` workers on `tracker` (shutdown waits for them), which
+    /// prepare their runs with `preparer`; they stop claiming when `stop` is cancelled.
     /// Outside a tokio runtime nothing starts.
-    pub fn start(self: &Arc<Self>, tracker: &TaskTracker, stop: CancellationToken) {
+    pub fn start(self: &Arc<Self>, tracker: &TaskTracker, stop: CancellationToken, preparer: Arc<dyn PrepareRun>) {
         if tokio::runtime::Handle::try_current().is_err() {
             return;
         }
         for n in 0..self.config.workers {
             let me = self.clone();
             let stop = stop.clone();
-            tracker.spawn(async move { me.worker(n, stop).await });
+            let preparer = preparer.clone();
+            tracker.spawn(async move { me.worker(n, stop, preparer).await });
         }
     }
 
@@ -152,12 +156,12 @@ impl Background {
         // Its stream starts now: `response.created` and `response.queued` (0 and 1); the
         // worker's emitter goes on from `response.in_progress` (2).
         let kinds = [EventKind::Created { response: Box::new(response.clone()) }, EventKind::Queued { response: Box::new(response.clone()) }];
-        let frames = frames_of(&kinds, 0);
+        let events = events_of(&kinds, 0);
         if streamed {
-            let log = RunLog::with(frames.iter().map(|f| Bytes::from(f.clone())).collect());
+            let log = RunLog::with(events.iter().map(|f| Bytes::from(f.clone())).collect());
             self.runs().queued.insert(response.id.clone(), (log, false));
         }
-        let queued = self.deps.store.enqueue_run(project, &response.id, request, snapshot, self.config.max_queued, frames).await;
+        let queued = self.deps.store.enqueue_run(project, &response.id, request, snapshot, self.config.max_queued, events).await;
         if !matches!(queued, Ok(true)) {
             self.runs().queued.remove(&response.id);
         }
@@ -210,12 +214,12 @@ impl Background {
         }
     }
 
-    async fn worker(self: Arc<Self>, n: usize, stop: CancellationToken) {
+    async fn worker(self: Arc<Self>, n: usize, stop: CancellationToken, preparer: Arc<dyn PrepareRun>) {
         let owner = format!("{}-{n}", self.owner);
         let poll = Duration::from_millis(self.config.poll_ms.max(10));
         while !stop.is_cancelled() {
             match self.deps.store.claim_run(&owner, self.config.lease_ms).await {
-                Ok(Some(run)) => Box::pin(self.execute(run, &owner)).await,
+                Ok(Some(run)) => Box::pin(self.execute(run, &owner, &*preparer)).await,
                 Ok(None) => {
                     self.reap().await;
                     tokio::select! {
@@ -236,14 +240,14 @@ impl Background {
     }
 
     /// Prepares and runs one claimed run under its lease, then removes it from the queue.
-    async fn execute(&self, run: ClaimedRun, owner: &str) {
+    async fn execute(&self, run: ClaimedRun, owner: &str, preparer: &dyn PrepareRun) {
         let id = run.response_id.clone();
         // Queued by this process and streamed: its log is here already.
         let queued_here = self.runs().queued.get_mut(&id).map(|(log, claimed)| {
             *claimed = true;
             log.clone()
         });
-        let prepared = match self.prepare(&run).await {
+        let prepared = match self.prepare(&run, preparer).await {
             Ok(p) => p,
             // Its conversation is busy (another turn on it, maybe an earlier background
             // run): it waits in the queue until that one is done.
@@ -264,11 +268,11 @@ impl Background {
         };
         let (done_tx, done_rx) = watch::channel(false);
         let (cancel, by_client) = (prepared.cancel.clone(), prepared.cancelled_by_client.clone());
-        // The log so far: the two frames written when the run was queued.
+        // The log so far: the two events written when the run was queued.
         let run_log = match queued_here {
             Some(log) => log,
             None => match self.deps.store.events_after(&id, None, 2).await {
-                Ok(f) => RunLog::with(f.into_iter().map(|(_, f)| Bytes::from(f)).collect()),
+                Ok(f) => RunLog::with(f.into_iter().map(|(_, f)| Bytes::from(log::event_of_row(f))).collect()),
                 Err(e) => {
                     tracing::warn!(response_id = %id, error = %e, "reading a background run's first events failed");
                     RunLog::new()
@@ -276,8 +280,8 @@ impl Background {
             },
         };
         let written = run_log.len() as u64;
-        let (frames_tx, frames_rx) = mpsc::unbounded_channel();
-        let pump = tokio::spawn(log::pump(frames_rx, run_log.clone(), self.deps.store.clone(), id.clone(), written));
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let pump = tokio::spawn(log::pump(events_rx, run_log.clone(), self.deps.store.clone(), id.clone(), written));
         {
             let mut runs = self.runs();
             runs.queued.remove(&id);
@@ -289,13 +293,13 @@ impl Background {
         let heartbeat = tokio::spawn(heartbeat(self.deps.store.clone(), id.clone(), owner.to_string(), self.config.lease_ms, cancel, by_client, beating.clone()));
         // One of the upstream's slots (`limits.upstream_max_in_flight`), as a foreground turn.
         let slot = self.deps.admission.upstream_unbounded().await;
-        // The same sink as a foreground stream: the log holds the bytes a stream sends.
-        let turn = driver::start_dequeued(prepared, Some(Box::new(SseSink::new(frames_tx))));
+        // The log's own sink: one JSON event per event, from which followers render frames.
+        let turn = driver::start_dequeued(prepared, Some(log::sink(events_tx)));
         if let Err(e) = Box::pin(turn.run(&self.deps.runner)).await {
             tracing::error!(response_id = %id, error = %e, "a background run could not be stored");
         }
         drop(slot);
-        // The turn (and so its sink) is gone: the pump writes the last frames and ends.
+        // The turn (and so its sink) is gone: the pump writes the last events and ends.
         let _ = pump.await;
         beating.cancel();
         let _ = heartbeat.await;
@@ -307,28 +311,13 @@ impl Background {
     }
 
     /// The run's request, prepared as `POST /v1/responses` prepares it, under the run's id.
-    async fn prepare(&self, run: &ClaimedRun) -> Result<Prepared, GatewayError> {
-        let body = run.request.as_bytes();
-        let req = turn::parse_request(body)?;
-        let d = &self.deps;
-        let ctx = turn::Context {
-            models: d.models.as_ref(),
-            reject_unknown: d.reject_unknown,
-            registry: &d.registry,
-            caps: d.runner.upstream.caps(),
-            store: &d.store,
-            project: &run.project,
-            lease_ttl_ms: d.lease_ttl_ms,
-            sizes: d.sizes,
-            ping_store: false,
-            worker: true,
-        };
-        let mut prepared = Box::pin(turn::prepare(req, body, &ctx)).await?;
+    async fn prepare(&self, run: &ClaimedRun, preparer: &dyn PrepareRun) -> Result<Prepared, GatewayError> {
+        let mut prepared = preparer.prepare_run(&run.project, run.request.as_bytes()).await?;
         prepared.base.id = run.response_id.clone();
         if let Some(created_at) = run.created_at {
             prepared.base.created_at = created_at;
         }
-        prepared.cancel = d.shutdown.child_token();
+        prepared.cancel = self.deps.shutdown.child_token();
         Ok(prepared)
     }
 
@@ -370,8 +359,8 @@ impl Background {
         let Ok(expired) = store.expired_runs(16).await else { return };
         for (id, snapshot) in expired {
             // With the output it had streamed.
-            let frames: Vec<String> = store.events_after(&id, None, usize::MAX).await.map(|f| f.into_iter().map(|(_, f)| f).collect()).unwrap_or_default();
-            let mut response = fold_frames(snapshot, &frames);
+            let events: Vec<String> = store.events_after(&id, None, usize::MAX).await.map(|f| f.into_iter().map(|(_, f)| log::event_of_row(f)).collect()).unwrap_or_default();
+            let mut response = fold_events(snapshot, &events);
             if let Some(o) = response.as_object_mut() {
                 o.insert("status".into(), Value::String("failed".into()));
                 o.insert(
@@ -386,7 +375,7 @@ impl Background {
             tracing::warn!(response_id = %id, "a background run's worker stopped renewing its lease: marked failed");
             let seq = store.events_after(&id, None, usize::MAX).await.map(|f| f.last().map_or(0, |(s, _)| s + 1)).unwrap_or(0);
             let Ok(parsed) = serde_json::from_value::<Response>(response) else { continue };
-            let _ = store.append_events(&id, seq, frames_of(&[EventKind::Failed { response: Box::new(parsed) }], seq)).await;
+            let _ = store.append_events(&id, seq, events_of(&[EventKind::Failed { response: Box::new(parsed) }], seq)).await;
         }
     }
 }
@@ -405,14 +394,13 @@ fn mcp_credentials_at(body: &[u8]) -> Option<usize> {
     })
 }
 
-/// `snapshot` (a run's Response) with the output its logged `frames` hold, status kept.
-fn fold_frames(snapshot: Value, frames: &[String]) -> Value {
+/// `snapshot` (a run's Response) with the output its logged `events` (JSON) hold, status kept.
+fn fold_events(snapshot: Value, events: &[String]) -> Value {
     let Ok(base) = serde_json::from_value::<Response>(snapshot.clone()) else { return snapshot };
     let status = base.status;
     let mut acc = crate::events::accumulator::Accumulator::new(base);
-    for frame in frames {
-        let data = frame.split_once("\ndata: ").map_or("", |(_, d)| d.trim_end());
-        if let Ok(event) = serde_json::from_str::<protocol::events::StreamEvent>(data) {
+    for event in events {
+        if let Ok(event) = serde_json::from_str::<protocol::events::StreamEvent>(event) {
             acc.fold(event.kind);
         }
     }
@@ -421,11 +409,11 @@ fn fold_frames(snapshot: Value, frames: &[String]) -> Value {
     serde_json::to_value(&current).unwrap_or(snapshot)
 }
 
-/// The SSE frames of `kinds`, numbered from `first_seq`, as the log stores them.
-fn frames_of(kinds: &[EventKind], first_seq: u64) -> Vec<String> {
+/// The JSON events of `kinds`, numbered from `first_seq`, as the log stores them.
+fn events_of(kinds: &[EventKind], first_seq: u64) -> Vec<String> {
     (first_seq..)
         .zip(kinds)
-        .filter_map(|(seq, k)| crate::events::sse_sink::frame(k, seq))
+        .filter_map(|(seq, k)| crate::events::wire_sink::payload(k, seq))
         .map(|f| String::from_utf8_lossy(&f).into_owned())
         .collect()
 }

@@ -9,7 +9,7 @@ pub mod ids;
 pub mod message_items;
 pub mod replay;
 pub mod sink;
-pub mod sse_sink;
+pub mod wire_sink;
 pub mod tool_items;
 pub mod mcp_items;
 

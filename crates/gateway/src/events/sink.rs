@@ -1,8 +1,8 @@
 //! Where a turn's events go, as soon as each exists: the [`EventSink`] seam (DESIGN.md "The
-//! three seams"). The SSE writer (`events::sse_sink`) is one sink; a non-streamed turn has
-//! none (its answer is the emitter's own fold, which every turn keeps because the terminal
-//! events carry the whole Response); [`Recorder`] keeps the events (tests, and the shape of
-//! a durable event log or a WebSocket writer).
+//! three seams"). The wire writer (`events::wire_sink`: SSE frames, the run log's JSON
+//! events, WebSocket messages) is one sink; a non-streamed turn has none (its answer is the
+//! emitter's own fold, which every turn keeps because the terminal events carry the whole
+//! Response); [`Recorder`] keeps the events (tests).
 
 use std::sync::{Arc, Mutex};
 

@@ -1,6 +1,7 @@
-//! `POST /v1/responses` (contract §1, §7, §8): parses the body, prepares the turn and hands
-//! it to the run driver (`turn::driver`); non-streaming answers the folded Response,
-//! `stream: true` answers SSE from the same events (`events::sse_sink`).
+//! `POST /v1/responses` (contract §1, §7, §8): a thin adapter over the turn service
+//! (`crate::service`): it reads and parses the body, hands the request to
+//! [`App::create`](crate::service::App::create) with an SSE sink for `stream: true`, and
+//! answers the folded Response, the SSE body, or the queued Response of a background run.
 
 use std::sync::Arc;
 
@@ -14,13 +15,14 @@ use axum::response::{IntoResponse, Response};
 
 use super::auth::Tenant;
 use super::sse::SseBody;
-use crate::events::sse_sink::SseSink;
 use super::AppState;
-use crate::admission::{KeyId, StreamPermit, UpstreamPermit};
+use crate::admission::KeyId;
 use crate::error::{ErrorKind, GatewayError};
+use crate::events::wire_sink::WireSink;
+use crate::service::{Admitted, Caller, CreateRequest, Refusal};
 use crate::store::StoreError;
-use crate::turn::driver::{self, COMMIT_FAILED};
-use crate::turn::{self, Prepared};
+use crate::turn::driver::COMMIT_FAILED;
+use crate::turn;
 
 /// Handles one create request.
 pub async fn create(
@@ -37,87 +39,28 @@ pub async fn create(
         Ok(req) => req,
         Err(e) => return GatewayError::from(e).into_response(),
     };
-    // `[limits]`: a stream slot of the key (a background stream holds it while it is
-    // followed), then, for a foreground turn, an upstream slot (waiting in its bounded
-    // queue; a background run's worker takes one when it runs); both are held until the
-    // turn ends, and a refusal happens before anything is stored or sent upstream.
-    let key = key.map_or(KeyId::ANONYMOUS, |Extension(k)| k);
-    let stream_permit = match req.stream.unwrap_or(false).then(|| state.admission.stream(key)) {
-        Some(Err(refused)) => return super::limits::too_many(&refused),
-        Some(Ok(p)) => p,
-        None => None,
-    };
-    let upstream_permit = if req.background == Some(true) {
-        UpstreamPermit::none()
+    // The key's rate was counted by the `[limits]` layer.
+    let caller = Caller { project: tenant.as_str(), key: key.map_or(KeyId::ANONYMOUS, |Extension(k)| k), rate_counted: true };
+    let (sink, rx) = if req.stream == Some(true) {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        (Some(Box::new(WireSink::sse(tx)) as Box<dyn crate::events::EventSink>), Some(rx))
     } else {
-        match state.admission.upstream().await {
-            Ok(p) => p,
-            Err(refused) => return super::limits::too_many(&refused),
-        }
+        (None, None)
     };
-    let permits = (stream_permit, upstream_permit);
-    let ctx = turn::Context {
-        models: state.models.as_ref(),
-        reject_unknown: state.reject_unknown,
-        registry: &state.registry,
-        caps: state.upstream.caps(),
-        store: &state.store,
-        project: tenant.as_str(),
-        lease_ttl_ms: state.lease_ttl_ms,
-        sizes: state.sizes,
-        ping_store: true,
-            worker: false,
-    };
-    // The turn's futures are boxed (prepare's state is ~8 KB, the run's ~6 KB): the
-    // handler's own future stays small, and axum and tower move it several times.
-    let mut prepared = match Box::pin(turn::prepare(req, &body, &ctx)).await {
-        Ok(p) => p,
-        Err(e) => return e.into_response(),
-    };
-    if prepared.base.background {
-        // Queued and answered at once; a worker runs it (`crate::background`). Streamed, the
-        // answer follows the run's event log, as a resume would: a client that leaves does
-        // not stop the run.
-        let (stream_permit, _) = permits;
-        let stream = prepared.stream;
-        let queued = match state.background.submit(tenant.as_str(), &body, prepared, stream).await {
-            Ok(queued) => queued,
-            Err(e) => return e.into_response(),
-        };
-        if !stream {
-            return axum::Json(queued).into_response();
-        }
-        let rx = state.background.follow_new(tenant.as_str(), &queued.id, stream_permit);
-        return SseBody::new(rx, state.keepalive, None).into_response();
-    }
-    prepared.cancel = state.shutdown.child_token();
-    if prepared.stream {
-        return stream(state, prepared, permits);
-    }
-    let turn = driver::start(prepared, None);
-    if !turn.is_stored() {
-        let outcome = Box::pin(turn.run(&state.runner)).await;
-        drop(permits);
-        return match outcome {
-            Ok(outcome) => answer(outcome),
-            Err(e) => commit_failed(&e).into_response(),
-        };
-    }
-    // A stored turn runs in its own task: a client that goes away does not cancel it.
-    // Boxed before spawning: the task moves a pointer, not the turn's state. (The turn's
-    // span, made by `driver::start`, is the request span's child.)
-    let task = state.turns.clone().spawn(Box::pin(async move {
-        let outcome = turn.run(&state.runner).await;
-        drop(permits);
-        outcome
-    }));
-    match task.await {
-        Ok(Ok(outcome)) => answer(outcome),
-        Ok(Err(e)) => commit_failed(&e).into_response(),
-        Err(e) => {
-            tracing::error!(error = %e, "a stored turn's task failed");
-            commit_failed(&StoreError::Other("the turn's task failed".into())).into_response()
-        }
+    match state.create(caller, CreateRequest::new(&body, req), sink).await {
+        Err(Refusal::Limited(refused)) => super::limits::too_many(&refused),
+        Err(Refusal::Invalid(e)) => e.into_response(),
+        Ok(Admitted::Queued { response, events: None }) => axum::Json(response).into_response(),
+        // The run's events (JSON) rendered as the frames a foreground stream sends.
+        Ok(Admitted::Queued { events: Some(events), .. }) => SseBody::from_events(events, state.keepalive).into_response(),
+        Ok(Admitted::Started(turn)) => match rx {
+            // The turn runs on; the stream's body holds its attachment while the client reads.
+            Some(rx) => SseBody::new(rx, state.keepalive, turn.into_attached()).into_response(),
+            None => match turn.outcome().await {
+                Ok(outcome) => answer(outcome),
+                Err(e) => commit_failed(&e).into_response(),
+            },
+        },
     }
 }
 
@@ -161,24 +104,4 @@ fn commit_failed(e: &StoreError) -> GatewayError {
         _ => (ErrorKind::Internal, "store_error"),
     };
     GatewayError::server(kind, COMMIT_FAILED, Some(code))
-}
-
-/// The streamed answer: the turn runs in its own task, its events go to the SSE body as
-/// they are produced.
-fn stream(state: Arc<AppState>, prepared: Prepared, permits: (Option<StreamPermit>, UpstreamPermit)) -> Response {
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let keepalive = state.keepalive;
-    // The first events are queued before the turn runs, so the response head and them
-    // leave in one write.
-    let turn = driver::start(prepared, Some(Box::new(SseSink::new(tx))));
-    let stored = turn.is_stored();
-    let task = state.turns.clone().spawn(Box::pin(async move {
-        // A failed commit has ended the stream with `response.failed` (and was logged).
-        let _ = turn.run(&state.runner).await;
-        drop(permits);
-    }));
-    // Nothing to store → a disconnect cancels the turn (and so the upstream request);
-    // a stored turn (store:true or a conversation) runs to its end and is committed.
-    let cancel = if stored { None } else { Some(task.abort_handle()) };
-    SseBody::new(rx, keepalive, cancel).into_response()
 }

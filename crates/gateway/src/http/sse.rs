@@ -4,7 +4,9 @@
 //! delivered many chunks in one read) share one write, issued when the runtime has run
 //! every other ready task. Nothing waits on a timer, so no text is buffered in time; the
 //! coalescing only saves one socket write per event. `: keep-alive` comments go out while
-//! nothing else is sent. Dropping the body (client gone) can cancel the turn's task.
+//! nothing else is sent. Dropping the body (client gone) drops the turn's attachment, which
+//! stops the turn when the service's policy says so. A background run's followers get its
+//! logged events as JSON and render each as the frame its live stream sent.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -21,8 +23,9 @@ use futures_util::task::AtomicWaker;
 use futures_util::Stream;
 use tokio::sync::mpsc::error::TryRecvError;
 use tokio::sync::mpsc::UnboundedReceiver;
-use tokio::task::AbortHandle;
 use tokio::time::{Instant, Sleep};
+
+use crate::service::Attached;
 
 const KEEPALIVE: &[u8] = b": keep-alive\n\n";
 
@@ -64,8 +67,10 @@ pub struct SseBody {
     /// `held` bytes when the current deferral started.
     held_at_defer: usize,
     closed: bool,
-    /// Aborted on drop (a `store: false` turn is cancelled when the client leaves).
-    cancel_on_drop: Option<AbortHandle>,
+    /// Dropped with the body (a `store: false` turn is stopped when the client leaves).
+    attached: Attached,
+    /// The channel carries JSON events (a run's log), rendered here as SSE frames.
+    render: bool,
 }
 
 /// Held event bytes: one event is kept as is (no copy), several are joined.
@@ -122,8 +127,19 @@ impl Held {
 }
 
 impl SseBody {
-    /// Reads event bytes from `rx`; `interval` is the keep-alive period.
-    pub fn new(rx: UnboundedReceiver<Bytes>, interval: Duration, cancel_on_drop: Option<AbortHandle>) -> Self {
+    /// Reads SSE frames from `rx` (a turn's [`WireSink`](crate::events::wire_sink::WireSink));
+    /// `interval` is the keep-alive period; `attached` is dropped with the body.
+    pub fn new(rx: UnboundedReceiver<Bytes>, interval: Duration, attached: Attached) -> Self {
+        SseBody::with(rx, interval, attached, false)
+    }
+
+    /// Reads JSON events from `rx` (a background run's log, `crate::background`) and sends
+    /// each as its SSE frame.
+    pub fn from_events(rx: UnboundedReceiver<Bytes>, interval: Duration) -> Self {
+        SseBody::with(rx, interval, Attached::default(), true)
+    }
+
+    fn with(rx: UnboundedReceiver<Bytes>, interval: Duration, attached: Attached, render: bool) -> Self {
         SseBody {
             rx,
             interval,
@@ -134,7 +150,8 @@ impl SseBody {
             urgent: false,
             held_at_defer: 0,
             closed: false,
-            cancel_on_drop,
+            attached,
+            render,
         }
     }
 
@@ -173,6 +190,8 @@ impl SseBody {
     fn receive(&mut self, b: Bytes) {
         if b.is_empty() {
             self.urgent = true;
+        } else if self.render {
+            self.held.push(crate::events::wire_sink::sse_frame_of(&b));
         } else {
             self.held.push(b);
         }
@@ -211,14 +230,6 @@ impl SseBody {
     }
 }
 
-impl Drop for SseBody {
-    fn drop(&mut self) {
-        if let Some(h) = self.cancel_on_drop.take() {
-            h.abort();
-        }
-    }
-}
-
 impl Stream for SseBody {
     type Item = Result<Bytes, std::convert::Infallible>;
 
@@ -247,7 +258,7 @@ impl Stream for SseBody {
         this.urgent = false;
         if this.closed {
             // The turn ended: nothing to cancel any more; write what is left, then end.
-            this.cancel_on_drop = None;
+            this.attached.release();
             return if this.held.is_empty() { Poll::Ready(None) } else { this.write() };
         }
         if !this.held.is_empty() {

@@ -61,7 +61,7 @@ pub async fn get(
             Err(refused) => return super::limits::too_many(&refused),
         };
         return match state.background.follow(tenant.as_str(), &id, after, permit).await {
-            Ok(Some(rx)) => super::sse::SseBody::new(rx, state.keepalive, None).into_response(),
+            Ok(Some(rx)) => super::sse::SseBody::from_events(rx, state.keepalive).into_response(),
             Ok(None) => match state.store.response(tenant.as_str(), &id).await {
                 Ok(Some(r)) => replay(&id, r),
                 Ok(None) => not_found(&id).into_response(),
@@ -126,7 +126,7 @@ fn replay(id: &str, stored: serde_json::Value) -> Response {
     };
     let mut body = Vec::new();
     for (seq, kind) in (0u64..).zip(events::replay::events(&stored)) {
-        if let Some(frame) = crate::events::sse_sink::frame(&kind, seq) {
+        if let Some(frame) = crate::events::wire_sink::frame(&kind, seq) {
             body.extend_from_slice(&frame);
         }
     }

@@ -244,7 +244,7 @@ pub trait Store: Send + Sync + Debug {
     /// Releases the lease if `owner` holds it.
     fn release_lease<'a>(&'a self, id: &'a str, owner: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
     /// Queues a background run: its request body, the `queued` Response GET shows, and the
-    /// first frames of its event log (sequence numbers from 0), in one transaction. `false`
+    /// first events of its log (JSON, sequence numbers from 0), in one transaction. `false`
     /// (nothing written) when `max_queued` runs are already waiting.
     fn enqueue_run(
         &self,
@@ -253,7 +253,7 @@ pub trait Store: Send + Sync + Debug {
         request: String,
         response: String,
         max_queued: usize,
-        frames: Vec<String>,
+        events: Vec<String>,
     ) -> BoxFuture<'_, Result<bool, StoreError>>;
     /// Ends a claimed run that could not start as `failed`, with its Response.
     fn fail_run<'a>(&'a self, id: &'a str, owner: &'a str, response: String) -> BoxFuture<'a, Result<(), StoreError>>;
@@ -281,10 +281,11 @@ pub trait Store: Send + Sync + Debug {
     fn requeue_run<'a>(&'a self, id: &'a str, owner: &'a str, delay_ms: u64) -> BoxFuture<'a, Result<(), StoreError>>;
     /// Removes a run whose turn is stored in `responses`.
     fn finish_run<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
-    /// Appends frames to a response's event log, the first with sequence number `first_seq`.
-    fn append_events<'a>(&'a self, id: &'a str, first_seq: u64, frames: Vec<String>) -> BoxFuture<'a, Result<(), StoreError>>;
-    /// At most `limit` frames of the log after sequence number `after` (all: `None`), in
-    /// order, with their sequence numbers.
+    /// Appends events (one JSON event each, the SSE `data:` payload) to a response's event
+    /// log, the first with sequence number `first_seq`.
+    fn append_events<'a>(&'a self, id: &'a str, first_seq: u64, events: Vec<String>) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// At most `limit` events (JSON) of the log after sequence number `after` (all: `None`),
+    /// in order, with their sequence numbers.
     fn events_after<'a>(&'a self, id: &'a str, after: Option<u64>, limit: usize) -> BoxFuture<'a, Result<Vec<(u64, String)>, StoreError>>;
     /// In-progress runs whose lease expired (their worker died): id and Response.
     fn expired_runs(&self, limit: usize) -> BoxFuture<'_, Result<Vec<(String, Value)>, StoreError>>;

@@ -9,6 +9,31 @@ use protocol::ApiError;
 
 use crate::transcript::{self, ToolReplay, Transcript};
 
+/// Responses a connection keeps in its memory (WebSocket mode, 2026 supplement W1.4): what
+/// `previous_response_id` continues from before the store is asked.
+pub trait KeptResponses: Send + Sync {
+    /// The transcript of response `id` (what its model saw, with its output), if kept.
+    fn transcript(&self, id: &str) -> Option<Transcript>;
+}
+
+/// Where `previous_response_id` is loaded from: the store, or first a connection's kept
+/// responses (then the store, for a stored one no longer kept).
+#[derive(Clone, Copy, Default)]
+pub enum Previous<'a> {
+    #[default]
+    Store,
+    Kept(&'a dyn KeptResponses),
+}
+
+impl std::fmt::Debug for Previous<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Previous::Store => "Store",
+            Previous::Kept(_) => "Kept",
+        })
+    }
+}
+
 /// Where a turn's transcript starts.
 #[derive(Debug, Clone, Default)]
 pub struct Continuation {

@@ -17,7 +17,7 @@ use crate::store::{items, Answers, LeaseOutcome, Store, StoreError};
 use crate::tools::replay::Replayer;
 use crate::tools::ResolveCtx;
 use crate::transcript::ToolReplay;
-use crate::turn::continuation::Continuation;
+use crate::turn::continuation::{Continuation, Previous};
 use crate::turn::lease::Lease;
 use crate::turn::persist::{ConversationTurn, Persist};
 use crate::turn::validate::{validate, Prepared};
@@ -43,6 +43,8 @@ pub struct Context<'a> {
     /// A background worker prepares the run it claimed (a background request is prepared
     /// twice: when queued, to validate it, and when run; only the run answers approvals).
     pub worker: bool,
+    /// Where `previous_response_id` is loaded from.
+    pub previous: Previous<'a>,
 }
 
 /// The size ceilings of a request (`[limits]`: `max_input_items`, `max_tools`,
@@ -133,7 +135,15 @@ pub async fn prepare(req: CreateResponse, body: &[u8], ctx: &Context<'_>) -> Res
     let mut turn = None;
     // The store's futures are boxed: held inline, each would enlarge every turn's future.
     if let Some(id) = &req.previous_response_id {
-        match Box::pin(ctx.store.transcript(ctx.project, id)).await? {
+        let kept = match ctx.previous {
+            Previous::Kept(kept) => kept.transcript(id),
+            Previous::Store => None,
+        };
+        let loaded = match kept {
+            Some(t) => Some(t),
+            None => Box::pin(ctx.store.transcript(ctx.project, id)).await?,
+        };
+        match loaded {
             Some(t) => from.base = Some(t),
             None => {
                 // A background response still running has no stored state yet.

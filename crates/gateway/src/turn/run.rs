@@ -96,7 +96,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
     let info = TurnInfo { response_id: emitter.response().id.clone(), model: turn.upstream_model.clone(), streamed: emitter.has_sink() };
     observer.turn_started(&info);
     let mut first_token = false;
-    let Prepared { upstream_model, mut transcript, mut tools, mut sampling, max_output_tokens, max_tool_calls, include, executors, cancel, cancelled_by_client, .. } = turn;
+    let Prepared { upstream_model, mut transcript, mut tools, mut sampling, max_output_tokens, max_tool_calls, include, executors, cancel, cancelled_by_client, generate, .. } = turn;
     let bind_ctx = BindCtx { executors: &executors, include: &include, native: false };
     let observed = Observed { observer, info: &info };
     // Chunks shown in earlier turns keep their numbers; this turn's continue after them.
@@ -105,6 +105,11 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
     let mut usage = Usage::default();
     let mut executed: u64 = 0;
     emitter.start();
+    if !generate {
+        // A warm-up: prepared (validated, continuation loaded), no model call, no output.
+        let ended = Ended { observer, info: &info, span: turn_span, started, rounds: 0, upstream_time: Duration::ZERO, tool_time: Duration::ZERO };
+        return finish(&ended, emitter, transcript, &mut files, Terminal::Completed, usage, None);
+    }
     // Tools known only now (MCP servers) are listed before the first round, each with its
     // item; a server that fails to list offers nothing and the turn goes on.
     Box::pin(tools.discover(emitter, &mut transcript.listings)).await;

@@ -51,6 +51,10 @@ pub struct Prepared {
     /// What to write when the turn ends (`store: true` or a conversation); set by
     /// [`crate::turn::prepare`].
     pub persist: Option<crate::turn::persist::Persist>,
+    /// False for a WebSocket `response.create` with `generate: false` (Codex's warm-up, 2026
+    /// supplement W1.2): the turn is prepared and ends `completed` with no output and no
+    /// model call; its id can be continued from.
+    pub generate: bool,
 }
 
 
@@ -230,6 +234,7 @@ pub fn validate(
         stream: req.stream.unwrap_or(false),
         store,
         persist: None,
+        generate: true,
     })
 }
 

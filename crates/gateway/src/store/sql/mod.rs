@@ -76,6 +76,13 @@ impl MigrationSource<'static> for Embedded {
                     Cow::Borrowed(include_str!("../../../migrations/0006_approvals.sql")),
                     false,
                 ),
+                Migration::new(
+                    7,
+                    Cow::Borrowed("response_events_json"),
+                    MigrationType::Simple,
+                    Cow::Borrowed(include_str!("../../../migrations/0007_response_events_json.sql")),
+                    false,
+                ),
             ])
         })
     }

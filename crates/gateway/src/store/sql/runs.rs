@@ -42,7 +42,7 @@ impl SqlStore {
         let one_statement = self.backend == BackendKind::Postgres && !frames.is_empty();
         let sql = if one_statement {
             format!(
-                "WITH r AS ({RUN} RETURNING response_id) INSERT INTO response_events (response_id, seq, frame) \
+                "WITH r AS ({RUN} RETURNING response_id) INSERT INTO response_events (response_id, seq, event) \
                  SELECT r.response_id, f.n - 1, f.frame FROM r, json_array_elements_text(CAST($7 AS json)) WITH ORDINALITY AS f(frame, n)"
             )
         } else {
@@ -60,7 +60,7 @@ impl SqlStore {
             return Ok(false);
         }
         if !frames.is_empty() {
-            let sql = format!("INSERT INTO response_events (response_id, seq, frame) {}", self.frames_rows());
+            let sql = format!("INSERT INTO response_events (response_id, seq, event) {}", self.frames_rows());
             sqlx::query(&sql).bind(id).bind(0i64).bind(array).execute(&mut *tx).await.map_err(db_err)?;
         }
         tx.commit().await.map_err(db_err)?;
@@ -205,14 +205,14 @@ impl SqlStore {
         }
         let first = i64::try_from(first_seq).unwrap_or(i64::MAX);
         let array = serde_json::to_string(&frames).map_err(|e| StoreError::Other(e.to_string()))?;
-        let sql = format!("INSERT INTO response_events (response_id, seq, frame) {} ON CONFLICT (response_id, seq) DO NOTHING", self.frames_rows());
+        let sql = format!("INSERT INTO response_events (response_id, seq, event) {} ON CONFLICT (response_id, seq) DO NOTHING", self.frames_rows());
         sqlx::query(&sql).bind(id).bind(first).bind(array).execute(&self.pool).await.map_err(db_err)?;
         Ok(())
     }
 
     pub(super) async fn read_events(&self, id: &str, after: Option<u64>, limit: usize) -> Result<Vec<(u64, String)>, StoreError> {
         let after = after.map_or(-1, |a| i64::try_from(a).unwrap_or(i64::MAX));
-        let rows = sqlx::query("SELECT seq, frame FROM response_events WHERE response_id = $1 AND seq > $2 ORDER BY seq LIMIT $3")
+        let rows = sqlx::query("SELECT seq, event FROM response_events WHERE response_id = $1 AND seq > $2 ORDER BY seq LIMIT $3")
             .bind(id)
             .bind(after)
             .bind(i64::try_from(limit).unwrap_or(i64::MAX))

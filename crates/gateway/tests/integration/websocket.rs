@@ -1,0 +1,227 @@
+//! WebSocket mode on `/v1/responses` (issue 27) with a plain WebSocket client
+//! (tokio-tungstenite): the bounds and what a connection's end does. The SDK-level cases are
+//! in `tests/python/test_websocket_sdk.py`.
+//!
+//! Each response's events are checked with the SSE stream checker (rendered as the frames an
+//! SSE stream would carry); pings keep coming while a gateway tool runs; closing the
+//! connection stops a `store: false` turn and lets a stored one finish; the connection limits
+//! close with a reason or answer an `error` event.
+
+use std::sync::atomic::Ordering::SeqCst;
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use scripted_upstream::{Script, ToolCallScript};
+use serde_json::{json, Value};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::common::{check_stream, Checked, Harness, TestTool};
+
+type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn connect(h: &Harness) -> Ws {
+    let url = format!("{}/v1/responses", h.base.replace("http://", "ws://"));
+    let (ws, resp) = tokio_tungstenite::connect_async(url).await.expect("upgrade");
+    assert_eq!(resp.status(), 101);
+    ws
+}
+
+async fn send(ws: &mut Ws, v: Value) {
+    ws.send(Message::Text(v.to_string().into())).await.expect("send");
+}
+
+/// What one response (or one refused create) sent, and the pings seen meanwhile.
+struct Received {
+    events: Vec<Value>,
+    pings: usize,
+}
+
+impl Received {
+    /// The stream checker on the events, rendered as SSE frames.
+    fn checked(&self) -> Checked {
+        let sse: String = self.events.iter().map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap_or(""))).collect();
+        check_stream(&sse)
+    }
+}
+
+/// Reads until a terminal or `error` event.
+async fn receive(ws: &mut Ws) -> Received {
+    let mut got = Received { events: Vec::new(), pings: 0 };
+    loop {
+        let msg = tokio::time::timeout(Duration::from_secs(20), ws.next()).await.expect("a message in time").expect("open").expect("read");
+        match msg {
+            Message::Text(t) => {
+                let v: Value = serde_json::from_str(&t).expect("json");
+                let ty = v["type"].as_str().unwrap_or("").to_string();
+                got.events.push(v);
+                if ty == "error" || ty == "response.completed" || ty == "response.incomplete" || ty == "response.failed" {
+                    return got;
+                }
+            }
+            Message::Ping(_) => got.pings += 1,
+            Message::Close(f) => panic!("closed: {f:?}"),
+            _ => {}
+        }
+    }
+}
+
+/// Reads until the server closes: its close frame.
+async fn closed(ws: &mut Ws) -> (Vec<Value>, Option<(u16, String)>) {
+    let mut events = Vec::new();
+    loop {
+        match tokio::time::timeout(Duration::from_secs(20), ws.next()).await.expect("closed in time") {
+            Some(Ok(Message::Text(t))) => events.push(serde_json::from_str(&t).expect("json")),
+            Some(Ok(Message::Close(f))) => return (events, f.map(|f| (u16::from(f.code), f.reason.to_string()))),
+            Some(Ok(_)) => {}
+            None | Some(Err(_)) => return (events, None),
+        }
+    }
+}
+
+#[tokio::test]
+async fn events_are_the_sse_events_and_pings_go_on_while_a_tool_runs() {
+    let slow = TestTool::new("slow", 600, false);
+    let h = Harness::start_full(|c| c.server.keepalive_interval_ms = 100, move |r| r.register(slow)).await;
+    h.upstream.push(Script::default().with_tool(ToolCallScript::custom("slow", "z")));
+    h.upstream.push(Script::text(&["done", "!"]));
+    let mut ws = connect(&h).await;
+    send(&mut ws, json!({"type":"response.create","model":"m","input":"x","tools":[{"type":"custom","name":"slow"}]})).await;
+    let got = receive(&mut ws).await;
+    let checked = got.checked();
+    assert_eq!(checked.response["status"], "completed");
+    assert!(got.pings >= 3, "pings while the 600 ms tool ran: {}", got.pings);
+    // The same request over SSE carries the same event types in the same order.
+    h.upstream.push(Script::default().with_tool(ToolCallScript::custom("slow", "z")));
+    h.upstream.push(Script::text(&["done", "!"]));
+    let sse = h.stream(json!({"model":"m","input":"x","tools":[{"type":"custom","name":"slow"}]})).await;
+    let types = |events: &[Value]| events.iter().map(|e| e["type"].as_str().unwrap_or("").to_string()).collect::<Vec<_>>();
+    assert_eq!(types(&checked.events), types(&sse.events));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_stops_a_store_false_turn_and_lets_a_stored_one_finish() {
+    let slow = TestTool::new("slow", 400, false);
+    let probe = slow.clone();
+    let h = Harness::start_full(|_| {}, move |r| r.register(slow)).await;
+    let create = |store: bool| json!({"type":"response.create","model":"m","input":"x","store":store,"tools":[{"type":"custom","name":"slow"}]});
+    let until_call = |mut ws: Ws| async move {
+        loop {
+            if let Some(Ok(Message::Text(t))) = ws.next().await {
+                if t.contains("custom_tool_call") {
+                    return ws;
+                }
+            }
+        }
+    };
+    h.upstream.push(Script::default().with_tool(ToolCallScript::custom("slow", "z")));
+    let before = h.upstream.requests().len();
+    let mut ws = connect(&h).await;
+    send(&mut ws, create(false)).await;
+    let ws = until_call(ws).await;
+    drop(ws);
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(probe.completed.load(SeqCst), 0, "store:false: the running tool was stopped");
+    assert_eq!(h.upstream.requests().len(), before + 1, "and no further round started");
+
+    h.upstream.push(Script::default().with_tool(ToolCallScript::custom("slow", "z")));
+    h.upstream.push(Script::text(&["done"]));
+    let before = h.upstream.requests().len();
+    let mut ws = connect(&h).await;
+    send(&mut ws, create(true)).await;
+    let ws = until_call(ws).await;
+    drop(ws);
+    for _ in 0..100 {
+        if h.upstream.requests().len() == before + 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(h.upstream.requests().len(), before + 2, "store:true runs to its end");
+}
+
+#[tokio::test]
+async fn bounds_close_with_a_reason_or_answer_an_error_event() {
+    let h = Harness::start_with(|c| {
+        c.server.max_body_bytes = 4096;
+        c.websocket.idle_timeout_ms = 300;
+        c.websocket.max_streams = 1;
+        c.websocket.max_connections_per_key = 2;
+        c.metrics.enabled = true;
+    })
+    .await;
+    // A message over the body limit: closed with 1009 and why.
+    let mut ws = connect(&h).await;
+    send(&mut ws, json!({"type":"response.create","model":"m","input":"x".repeat(5000)})).await;
+    let (_, close) = closed(&mut ws).await;
+    let (code, reason) = close.expect("a close frame");
+    assert_eq!(code, u16::from(CloseCode::Size));
+    assert!(reason.contains("max_body_bytes"), "{reason}");
+
+    // A second named lane beyond websocket.max_streams is an error event; the first works.
+    let mut ws = connect(&h).await;
+    h.upstream.push(Script::text(&["a"]));
+    send(&mut ws, json!({"type":"response.create","model":"m","input":"x","stream_id":"one"})).await;
+    let got = receive(&mut ws).await;
+    assert!(got.events.iter().all(|e| e["stream_id"] == "one"));
+    assert_eq!(got.checked().response["status"], "completed");
+    send(&mut ws, json!({"type":"response.create","model":"m","input":"x","stream_id":"two"})).await;
+    let got = receive(&mut ws).await;
+    assert_eq!(got.events[0]["error"]["code"], "websocket_stream_limit_reached", "{:?}", got.events);
+    assert_eq!(got.events[0]["stream_id"], "two");
+
+    // Connections per key: a third one is refused at the upgrade.
+    let other = connect(&h).await;
+    let url = format!("{}/v1/responses", h.base.replace("http://", "ws://"));
+    match tokio_tungstenite::connect_async(url.into_client_request().expect("request")).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => assert_eq!(resp.status(), 429),
+        other => panic!("not refused: {:?}", other.map(|(_, r)| r.status())),
+    }
+    drop(other);
+
+    // Idle: no message for websocket.idle_timeout_ms closes with 1000 and why.
+    let (_, close) = closed(&mut ws).await;
+    let (code, reason) = close.expect("a close frame");
+    assert_eq!(code, 1000);
+    assert!(reason.starts_with("idle"), "{reason}");
+
+    // Metrics: connections and messages.
+    let (_, text) = h.call(reqwest::Method::GET, "/metrics", None).await;
+    let text = text.as_str().unwrap_or_default().to_string();
+    assert!(text.contains("gateway_websocket_messages_total{type=\"response.create\"} 3"), "{text}");
+    assert!(text.contains("gateway_websocket_connections"), "{text}");
+}
+
+#[tokio::test]
+async fn an_old_connection_takes_no_new_response() {
+    let h = Harness::start_with(|c| c.websocket.max_age_ms = 300).await;
+    let mut ws = connect(&h).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    send(&mut ws, json!({"type":"response.create","model":"m","input":"x"})).await;
+    let (events, close) = closed(&mut ws).await;
+    let (code, reason) = close.expect("a close frame");
+    assert_eq!(code, 1000);
+    assert!(reason.contains("websocket_connection_limit_reached"), "{reason}");
+    assert!(events.iter().all(|e| e["type"] == "error"), "{events:?}");
+}
+
+#[tokio::test]
+async fn keys_are_checked_at_the_upgrade_and_a_plain_get_is_still_405() {
+    let file = std::env::temp_dir().join(format!("rg-it-ws-keys-{}-{:x}", std::process::id(), rand::random::<u64>()));
+    std::fs::write(&file, "team-ws ws-test-key\n").expect("key file");
+    let h = Harness::start_with(move |c| c.auth.keys_file = Some(file)).await;
+    let url = format!("{}/v1/responses", h.base.replace("http://", "ws://"));
+    match tokio_tungstenite::connect_async(url.clone()).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => assert_eq!(resp.status(), 401),
+        other => panic!("not refused: {:?}", other.map(|(_, r)| r.status())),
+    }
+    let mut req = url.into_client_request().expect("request");
+    req.headers_mut().insert("authorization", "Bearer ws-test-key".parse().expect("header"));
+    let (mut ws, _) = tokio_tungstenite::connect_async(req).await.expect("a key opens it");
+    h.upstream.push(Script::text(&["ok"]));
+    send(&mut ws, json!({"type":"response.create","model":"m","input":"x"})).await;
+    assert_eq!(receive(&mut ws).await.checked().response["status"], "completed");
+    let resp = h.client.get(format!("{}/v1/responses", h.base)).bearer_auth("ws-test-key").send().await.expect("get");
+    assert_eq!(resp.status(), 405);
+}

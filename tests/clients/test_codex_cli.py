@@ -170,3 +170,30 @@ def test_codex_view_image_reaches_the_model_as_an_image(codex, upstream):
     urls = [p["image_url"]["url"] for p in after["content"] if p["type"] == "image_url"]
     assert len(urls) == 1 and urls[0].startswith("data:image/png;base64,")
     assert base64.b64decode(urls[0].split(",", 1)[1]) == png
+
+
+def test_codex_over_the_websocket_runs_the_command_the_model_calls(codex, upstream, gateway):
+    # The provider's WebSocket switch (`supports_websockets`): Codex opens one WebSocket to
+    # /v1/responses and sends each request there as a `response.create` (a warm-up with
+    # `generate: false` first when it sends one), continuing by previous_response_id.
+    upstream.push(
+        {"tool_calls": [{"name": "exec_command", "arguments": json.dumps({"cmd": "echo codex-ws-7"})}]},
+        {"text": ["Done:", " codex-ws-7."]},
+    )
+    log_before = gateway.proc.log_size()
+    run = codex.exec("run the echo", "-c", "model_providers.gateway.supports_websockets=true")
+    assert run.returncode == 0, run.stderr[-3000:]
+    (cmd,) = run.items("command_execution")
+    assert cmd["exit_code"] == 0 and "codex-ws-7" in cmd["aggregated_output"]
+    assert [m["text"] for m in run.items("agent_message")] == ["Done: codex-ws-7."]
+    first, second = upstream.chat_bodies()
+    msgs = harness.chat_messages(second)
+    (out,) = [m for m in msgs if m["role"] == "tool"]
+    assert "codex-ws-7" in out["content"]
+    assert len(harness.chat_messages(first)) < len(msgs)
+    # It went over the WebSocket: the gateway logged its response.create messages.
+    log = gateway.proc.tail(since=log_before, max_bytes=60000)
+    assert "websocket opened" in log and log.count("response.create request_id") >= 2, log[-3000:]
+    # Codex 0.171 warms up (no round), then continues each turn from the previous response
+    # kept on the connection (store: false).
+    assert "rounds=0" in log and "previous_response_id=" in log and "store=false" in log, log[-3000:]

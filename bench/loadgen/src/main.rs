@@ -25,6 +25,7 @@ use serde_json::{json, Value};
 mod fixture_server;
 mod report;
 mod search_fixture;
+mod tool_loop;
 mod vector_fixture;
 
 #[derive(Parser, Debug)]
@@ -54,6 +55,8 @@ enum Command {
         #[arg(long, default_value = "127.0.0.1:0")]
         listen: String,
     },
+    /// A client tool loop over SSE or the WebSocket (issue 27): wall and gateway CPU per loop.
+    ToolLoop(tool_loop::ToolLoopArgs),
     /// Serve a remote vector store (OpenAI API shape) that answers at once (file_search scenarios).
     VectorFixture {
         /// Address to listen on (port 0: any free port; the URL is printed).
@@ -166,6 +169,12 @@ fn main() -> anyhow::Result<()> {
             rt.block_on(wait(&url, timeout_s))
         }
         Command::Report(args) => report::report(args),
+        Command::ToolLoop(args) => {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            let out = rt.block_on(tool_loop::run(args))?;
+            println!("{}", serde_json::to_string(&out)?);
+            Ok(())
+        }
         Command::SearchFixture { listen } => {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
             rt.block_on(search_fixture::serve(&listen))

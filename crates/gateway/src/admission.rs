@@ -37,6 +37,8 @@ pub enum Refused {
     Rate { retry_after: Duration },
     /// The key has `concurrent_streams` streams open.
     Streams { limit: u32 },
+    /// The key has `websocket.max_connections_per_key` WebSocket connections open.
+    Connections { limit: u32 },
     /// The upstream's `upstream_max_in_flight` slots are taken and its queue is full, or
     /// the wait passed `upstream_queue_timeout_ms`.
     UpstreamBusy { waited: Duration },
@@ -47,7 +49,7 @@ impl Refused {
     pub fn retry_after_secs(&self) -> u64 {
         match self {
             Refused::Rate { retry_after } => retry_after.as_millis().div_ceil(1000).max(1) as u64,
-            Refused::Streams { .. } | Refused::UpstreamBusy { .. } => 1,
+            Refused::Streams { .. } | Refused::Connections { .. } | Refused::UpstreamBusy { .. } => 1,
         }
     }
 
@@ -60,6 +62,9 @@ impl Refused {
             ),
             Refused::Streams { limit } => format!(
                 "Too many concurrent streams on this API key: at most {limit} (limits.concurrent_streams). Please retry when one has finished."
+            ),
+            Refused::Connections { limit } => format!(
+                "Too many WebSocket connections on this API key: at most {limit} (websocket.max_connections_per_key). Please close one first."
             ),
             Refused::UpstreamBusy { waited } if waited.is_zero() => {
                 "The model server is busy: every slot (limits.upstream_max_in_flight) is taken and its wait queue (limits.upstream_queue) is full. Please retry shortly.".to_string()
@@ -75,6 +80,10 @@ impl Refused {
 /// A permit for one stream of a key: the slot is free again when it is dropped.
 #[derive(Debug)]
 pub struct StreamPermit(#[allow(dead_code)] OwnedSemaphorePermit);
+
+/// A permit for one open WebSocket connection of a key: free again when it is dropped.
+#[derive(Debug)]
+pub struct ConnectionPermit(#[allow(dead_code)] Option<OwnedSemaphorePermit>);
 
 /// A permit for one turn's use of the upstream (its rounds run one at a time, so a turn has
 /// at most one upstream request in flight): the slot is free again when it is dropped.
@@ -93,6 +102,8 @@ pub struct Admission {
     rate: Option<DefaultKeyedRateLimiter<KeyId>>,
     streams: Option<StreamCap>,
     upstream: Option<UpstreamGate>,
+    /// `websocket.max_connections_per_key` (not a `[limits]` setting; always set, 0: none).
+    connections: Option<StreamCap>,
 }
 
 impl std::fmt::Debug for Admission {
@@ -136,7 +147,14 @@ impl Admission {
             queue: c.upstream_queue,
             timeout: Duration::from_millis(c.upstream_queue_timeout_ms),
         });
-        Admission { rate, streams, upstream }
+        Admission { rate, streams, upstream, connections: None }
+    }
+
+    /// With at most `limit` open WebSocket connections per key (0: no cap).
+    pub fn with_connections(mut self, limit: usize) -> Admission {
+        let limit = u32::try_from(limit).unwrap_or(u32::MAX);
+        self.connections = (limit > 0).then(|| StreamCap { limit, per_key: Mutex::new(HashMap::new()) });
+        self
     }
 
     /// True when no limit is set (nothing to check).
@@ -158,6 +176,16 @@ impl Admission {
             map.entry(key).or_insert_with(|| Arc::new(Semaphore::new(*limit as usize))).clone()
         };
         sem.try_acquire_owned().map(|p| Some(StreamPermit(p))).map_err(|_| Refused::Streams { limit: *limit })
+    }
+
+    /// Takes one of `key`'s WebSocket connection slots; `Err` when all are taken.
+    pub fn connection(&self, key: KeyId) -> Result<ConnectionPermit, Refused> {
+        let Some(StreamCap { limit, per_key }) = &self.connections else { return Ok(ConnectionPermit(None)) };
+        let sem = {
+            let mut map = per_key.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            map.entry(key).or_insert_with(|| Arc::new(Semaphore::new(*limit as usize))).clone()
+        };
+        sem.try_acquire_owned().map(|p| ConnectionPermit(Some(p))).map_err(|_| Refused::Connections { limit: *limit })
     }
 
     /// Takes an upstream slot for a background run's turn, waiting as long as it takes (the

@@ -18,6 +18,7 @@ pub mod file_search;
 pub mod limits;
 pub mod store;
 pub mod telemetry;
+pub mod websocket;
 
 /// The whole configuration.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -37,6 +38,8 @@ pub struct Config {
     pub store: store::StoreConfig,
     /// `[auth]`: inbound API keys (see [`auth::AuthConfig`]).
     pub auth: auth::AuthConfig,
+    /// `[websocket]`: WebSocket mode's bounds (see [`websocket::WebSocketConfig`]).
+    pub websocket: websocket::WebSocketConfig,
     /// `[metrics]`: the Prometheus endpoint (see [`auth::MetricsConfig`]).
     pub metrics: auth::MetricsConfig,
     /// `[limits]`: rates, streams and upstream slots, size ceilings (see [`limits::LimitsConfig`]).

@@ -1,5 +1,5 @@
 //! HTTP routes (axum): `/v1/responses` (create, retrieve, delete, input items),
-//! `/v1/conversations` (and their items), `/v1/files` and `/v1/vector_stores` (the embedded
+//! WebSocket mode on `/v1/responses` (`websocket`), `/v1/conversations` (and their items), `/v1/files` and `/v1/vector_stores` (the embedded
 //! index), `/v1/models[/{model}]`, `/healthz`, `/readyz`, `/metrics` (`[metrics]`); the key
 //! check of `[auth]`, the request count and the request's id, span and log line
 //! (`request`) wrap them.
@@ -24,6 +24,7 @@ pub mod stored;
 #[cfg(feature = "otel")]
 pub mod trace_context;
 pub mod vector_stores;
+pub mod websocket;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -61,7 +62,8 @@ pub fn router(state: Arc<AppState>, server: &crate::config::ServerConfig) -> Rou
         .route("/v1/files", post(files::upload).get(files::list).layer(DefaultBodyLimit::max(upload_limit)))
         .layer(RequestBodyLimitLayer::new(upload_limit));
     let app = Router::new()
-        .route("/v1/responses", post(responses::create))
+        // POST creates; a GET with `Upgrade: websocket` opens WebSocket mode.
+        .route("/v1/responses", post(responses::create).get(websocket::upgrade))
         .route("/v1/responses/{id}", get(stored::get).delete(stored::delete))
         .route("/v1/responses/{id}/input_items", get(stored::input_items))
         .route("/v1/responses/{id}/cancel", post(stored::cancel))

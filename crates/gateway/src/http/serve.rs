@@ -58,7 +58,8 @@ pub async fn serve(listener: TcpListener, app: Router, read_timeout: Duration, d
                     return;
                 }
             }
-            let conn = builder.serve_connection(TokioIo::new(tcp), TowerToHyperService::new(app)).into_owned();
+            // With upgrades: `GET /v1/responses` may become a WebSocket (`http::websocket`).
+            let conn = builder.serve_connection_with_upgrades(TokioIo::new(tcp), TowerToHyperService::new(app)).into_owned();
             if let Err(e) = watcher.watch(conn).await {
                 tracing::debug!(error = %e, "connection closed with an error");
             }

@@ -62,6 +62,10 @@ pub struct App {
     pub background: Arc<crate::background::Background>,
     /// Cancelled when shutdown starts: background workers stop claiming runs.
     pub stop_claiming: tokio_util::sync::CancellationToken,
+    /// `server.max_body_bytes`: also the largest WebSocket message.
+    pub max_body_bytes: usize,
+    /// `[websocket]`: the WebSocket mode's bounds.
+    pub websocket: crate::config::websocket::WebSocketConfig,
     /// Set once the background workers run ([`App::start`]).
     started: AtomicBool,
 }
@@ -102,7 +106,7 @@ impl App {
             max_output_tokens: config.limits.max_output_tokens,
         };
         let (turns, shutdown, stop_claiming) = (TaskTracker::new(), CancellationToken::new(), CancellationToken::new());
-        let admission = Arc::new(crate::admission::Admission::new(&config.limits));
+        let admission = Arc::new(crate::admission::Admission::new(&config.limits).with_connections(config.websocket.max_connections_per_key));
         let background = crate::background::Background::new(
             crate::background::Deps { store: store.clone(), runner: runner.clone(), shutdown: shutdown.clone(), admission: admission.clone() },
             config.background.clone(),
@@ -129,6 +133,8 @@ impl App {
             sizes,
             background,
             stop_claiming,
+            max_body_bytes: config.server.max_body_bytes,
+            websocket: config.websocket.clone(),
             started: AtomicBool::new(false),
         })
     }

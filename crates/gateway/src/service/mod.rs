@@ -219,6 +219,8 @@ impl App {
         // caller's own future stays small.
         let mut prepared = Box::pin(turn::prepare(parsed, body, &ctx)).await?;
         prepared.generate = generate;
+        // A connection that keeps its responses keeps stored ones too.
+        prepared.keep_transcript = matches!(previous, Previous::Kept(_));
         if prepared.base.background {
             // Queued and answered at once; a worker runs it. Streamed, the answer follows
             // the run's event log, as a resume would: a client that leaves does not stop it.

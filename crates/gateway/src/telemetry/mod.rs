@@ -31,6 +31,9 @@ pub mod names {
     pub const TOOL_DURATION: &str = "gateway_tool_call_duration_seconds";
     pub const OVERHEAD: &str = "gateway_overhead_seconds";
     pub const ACTIVE_STREAMS: &str = "gateway_active_streams";
+    pub const WEBSOCKET_CONNECTIONS: &str = "gateway_websocket_connections";
+    pub const WEBSOCKET_MESSAGES: &str = "gateway_websocket_messages_total";
+    pub const WEBSOCKET_EVENTS: &str = "gateway_websocket_events_total";
     pub const STORE_DURATION: &str = "gateway_store_operation_duration_seconds";
 }
 

@@ -74,9 +74,10 @@ impl Started {
     async fn run_here(self, runner: &Runner) -> Result<Outcome, StoreError> {
         let Started { mut prepared, mut emitter, .. } = self;
         let plan = prepared.persist.take();
+        let keep = prepared.keep_transcript;
         let mut outcome = Box::pin(run(*prepared, runner, &mut emitter)).await;
         let Some(plan) = plan else { return Ok(outcome) };
-        let transcript = std::mem::take(&mut outcome.transcript);
+        let transcript = if keep { outcome.transcript.clone() } else { std::mem::take(&mut outcome.transcript) };
         match Box::pin(persist::commit(plan, &outcome.response, transcript)).await {
             Ok(()) => {
                 emitter.release_terminal();

@@ -55,6 +55,9 @@ pub struct Prepared {
     /// supplement W1.2): the turn is prepared and ends `completed` with no output and no
     /// model call; its id can be continued from.
     pub generate: bool,
+    /// The outcome keeps the turn's transcript also when the turn is stored (a WebSocket
+    /// connection keeps its latest responses; otherwise the commit takes it).
+    pub keep_transcript: bool,
 }
 
 
@@ -235,6 +238,7 @@ pub fn validate(
         store,
         persist: None,
         generate: true,
+        keep_transcript: false,
     })
 }
 

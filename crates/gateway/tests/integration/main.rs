@@ -41,3 +41,4 @@ mod tools;
 mod vector_stores;
 mod vector_stores_process;
 mod web_search;
+mod websocket;

@@ -11,7 +11,6 @@
 //! `previous_response_id`. Closing the connection drops every running response's
 //! attachment: `store: false` turns stop, stored ones run to their end.
 
-use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -20,11 +19,12 @@ use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
 use bytes::Bytes;
 use futures_util::stream::FuturesUnordered;
 use futures_util::{SinkExt, StreamExt};
-use protocol::{CreateResponse, ResponseStatus};
+use protocol::ResponseStatus;
 use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 use tracing::Instrument;
 
-use super::messages::{self, ClientEvent, Rejected};
+use super::lanes::{Create, Lanes};
+use super::messages::{self, ClientEvent};
 use crate::admission::{ConnectionPermit, KeyId};
 use crate::error::{ErrorKind, GatewayError};
 use crate::events::sink::DeltaKind;
@@ -49,16 +49,6 @@ const CLOSE_WAIT: Duration = Duration::from_secs(2);
 
 /// Events written before one flush, at most (a burst's events share a write).
 const BATCH: usize = 256;
-
-/// A `response.create` waiting for its lane or a free slot.
-struct Create {
-    stream_id: Option<String>,
-    generate: bool,
-    body: Bytes,
-    parsed: Box<CreateResponse>,
-    /// Set once its terminal event has gone out (given when it starts).
-    ended: Arc<AtomicBool>,
-}
 
 /// What a finished response tells the loop.
 struct Done {
@@ -307,120 +297,6 @@ async fn respond_in(shared: &Shared, create: Create) -> &'static str {
         Err(_) => {
             evict();
             "failed"
-        }
-    }
-}
-
-/// The connection's lanes: which is running, what waits, and the bounds.
-struct Lanes {
-    /// Lanes with a response running, and whether its terminal event has gone out (the
-    /// client may then send the next create before the response's end is seen here).
-    busy: HashMap<Option<String>, Arc<AtomicBool>>,
-    /// Creates waiting, in arrival order (a lane's creates stay in their order).
-    waiting: VecDeque<Create>,
-    /// Named lanes used so far (never freed: W1.5).
-    named: HashSet<String>,
-    in_flight: usize,
-    max_in_flight: usize,
-    max_streams: usize,
-    max_queued: usize,
-}
-
-impl Lanes {
-    fn new(c: &crate::config::websocket::WebSocketConfig) -> Lanes {
-        Lanes {
-            busy: HashMap::new(),
-            waiting: VecDeque::new(),
-            named: HashSet::new(),
-            in_flight: 0,
-            max_in_flight: c.max_in_flight.max(1),
-            max_streams: c.max_streams,
-            max_queued: c.max_queued,
-        }
-    }
-
-    /// A new create: `Some` to start now, `None` when it waits; errors (with its lane):
-    /// a new named lane beyond `max_streams`, the default lane already taken, the waiting
-    /// creates at `max_queued`.
-    fn admit(&mut self, create: Create) -> Result<Option<Create>, Box<Rejected>> {
-        let lane = create.stream_id.clone();
-        match &lane {
-            Some(name) if !self.named.contains(name) => {
-                if self.named.len() >= self.max_streams {
-                    let e = GatewayError::bad_request(
-                        Some("stream_id".to_string()),
-                        format!("This connection has used {} stream ids (websocket.max_streams); open a new connection for more.", self.max_streams),
-                    )
-                    .with_code("websocket_stream_limit_reached");
-                    return Err(Box::new(Rejected { error: e, stream_id: lane }));
-                }
-                self.named.insert(name.clone());
-            }
-            Some(_) => {}
-            None => {
-                let running = self.busy.get(&None).is_some_and(|ended| !ended.load(Ordering::Acquire));
-                if running || self.waiting.iter().any(|c| c.stream_id.is_none()) {
-                    let e = GatewayError::new(
-                        ErrorKind::Conflict,
-                        protocol::ApiError::invalid(
-                            None,
-                            "A response is already in progress on this connection's default stream: wait for its terminal event, or give each concurrent response.create a stream_id.",
-                        )
-                        .with_code("response_in_progress"),
-                    );
-                    return Err(Box::new(Rejected { error: e, stream_id: None }));
-                }
-            }
-        }
-        // A response whose terminal event has gone out but whose end is not seen here yet
-        // may be this create's `previous_response_id`: the create waits for that end (then
-        // the response is kept), which comes at once.
-        let ending = self.busy.values().any(|ended| ended.load(Ordering::Acquire));
-        if !ending && !self.busy.contains_key(&lane) && self.in_flight < self.max_in_flight {
-            self.start(&create);
-            return Ok(Some(create));
-        }
-        if self.waiting.len() >= self.max_queued {
-            let e = GatewayError::rate_limited(format!(
-                "{} responses already wait on this connection (websocket.max_queued); send more once some have ended.",
-                self.max_queued
-            ))
-            .with_code("rate_limit_exceeded");
-            return Err(Box::new(Rejected { error: e, stream_id: lane }));
-        }
-        self.waiting.push_back(create);
-        Ok(None)
-    }
-
-    fn start(&mut self, create: &Create) {
-        self.busy.insert(create.stream_id.clone(), create.ended.clone());
-        self.in_flight += 1;
-    }
-
-    /// A response of `lane` ended: the creates that can start now.
-    fn finished(&mut self, lane: Option<String>) -> Vec<Create> {
-        self.busy.remove(&lane);
-        self.in_flight = self.in_flight.saturating_sub(1);
-        let mut ready = Vec::new();
-        let mut i = 0;
-        let ending = self.busy.values().any(|ended| ended.load(Ordering::Acquire));
-        while !ending && i < self.waiting.len() && self.in_flight < self.max_in_flight {
-            let free = !self.busy.contains_key(&self.waiting[i].stream_id);
-            match free.then(|| self.waiting.remove(i)).flatten() {
-                Some(create) => {
-                    self.start(&create);
-                    ready.push(create);
-                }
-                None => i += 1,
-            }
-        }
-        ready
-    }
-
-    /// Answers every waiting create with `e` (the connection takes no more).
-    fn drop_waiting(&mut self, out: &UnboundedSender<Bytes>, e: &GatewayError) {
-        for create in self.waiting.drain(..) {
-            refuse(out, e, create.stream_id.as_deref());
         }
     }
 }

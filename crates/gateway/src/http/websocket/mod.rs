@@ -9,6 +9,7 @@
 //! largest message is `server.max_body_bytes` (then close code 1009).
 
 pub mod connection;
+pub mod lanes;
 pub mod messages;
 
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 # unlike CPU time, does not move with the machine's speed (run it on an idle machine: how
 # upstream chunks batch depends on timing). See bench/README.md.
 #
-#   bench/instructions.sh [--no-build] [--requests N] [SCENARIO ...]
+#   bench/instructions.sh [--no-build] [--requests N] [--keep DIR] [SCENARIO ...]
 #
 # Scenarios: tool (one client-owned function tool, not streamed, store:false), stream
 # (64-token streamed answer, store:false), tool-stored, stream-stored (store: true);
@@ -12,18 +12,23 @@
 # Each runs the gateway under callgrind twice, with 20 and 20+N requests (default N=400;
 # the load generator's warm-up runs in both), and prints (total2 - total1) / N: startup,
 # warm-up and shutdown cancel out. Needs valgrind (Debian package `valgrind`).
+# The binaries are Cargo's `profiling` profile (the release build with line tables, in
+# target/profiling): `--keep DIR` keeps callgrind's profiles there, for
+# `callgrind_annotate DIR/cg.tool.420.out` by function, file and line.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BIN="$ROOT/target/release"
+BIN="$ROOT/target/profiling"
 BUILD=1
 REQUESTS=400
+KEEP=""
 ONLY=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --no-build) BUILD=0 ;;
         --requests) REQUESTS="$2"; shift ;;
-        -h|--help) sed -n 2,12p "$0"; exit 0 ;;
+        --keep) KEEP="$2"; shift ;;
+        -h|--help) sed -n 2,15p "$0"; exit 0 ;;
         -*) echo "unknown flag: $1" >&2; exit 2 ;;
         *) ONLY+=("$1") ;;
     esac
@@ -33,7 +38,7 @@ done
 command -v valgrind > /dev/null || { echo "valgrind is required (apt-get install valgrind)" >&2; exit 1; }
 
 if [ "$BUILD" = 1 ]; then
-    (cd "$ROOT" && cargo build --release -p responses-gateway -p scripted-upstream -p loadgen)
+    (cd "$ROOT" && cargo build --profile profiling -p responses-gateway -p scripted-upstream -p loadgen)
 fi
 
 TMP="$(mktemp -d)"
@@ -94,6 +99,7 @@ total_instructions() {
         --body-file "$TMP/body.json" --concurrency 1 --requests "$n" "${args[@]}" > /dev/null
     kill -INT "$pid"
     wait "$pid" 2>/dev/null || true
+    [ -z "$KEEP" ] || { mkdir -p "$KEEP" && cp "$out" "$KEEP/"; }
     # callgrind writes `totals: N` (or `summary: N`) into its output file.
     sed -n 's/^\(totals\|summary\): *\([0-9]*\).*/\2/p' "$out" | head -n 1
 }

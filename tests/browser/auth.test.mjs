@@ -52,7 +52,8 @@ test('the page asks for a key, uses it for the tab only, and asks again after a 
 
   await page.fill('#api-key', KEY);
   await page.click('#key-save');
-  await page.waitForFunction(() => document.querySelectorAll('#model option').length > 0);
+  // The models are listed (until then the picker says "Loading models…", with no value).
+  await page.waitForFunction(() => [...document.querySelectorAll('#model option')].some((o) => o.value !== ''));
   assert.equal(await page.isHidden('#key-form'), true);
   assert.equal(await page.evaluate(() => sessionStorage.getItem('responses-gateway-api-key')), KEY);
   assert.equal(await page.evaluate(() => localStorage.length), 0, 'nothing kept beyond the tab');

@@ -1,15 +1,15 @@
 // Unit tests of the playground's pure helpers (crates/gateway/assets/playground/lib.js), run
 // by node itself: the SSE parser across chunk boundaries, annotation spans in code points,
 // citation markers through the vendored Markdown parser (markdown.js; its sanitizing half
-// needs a DOM and is tested in the browser), the request's tool declarations and the browser
-// tool.
+// needs a DOM and is tested in the browser), the request's tool declarations, the gateway's
+// configured tools and the browser tool.
 
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import {
   SseParser, segmentText, codePointOffsets, toolSettings, replayable, pendingFunctionCalls,
   getBrowserTime, runBrowserTool, errorMessage, safeUrl, safeLinkUrl, markCitations,
-  MARK_START, MARK_END, MARK_POINT, mcpTool, pendingApprovals, approvalResponses, mcpErrorText,
+  MARK_START, MARK_END, MARK_POINT, mcpTool, pendingApprovals, approvalResponses, mcpErrorText, gatewayTools,
 } from '../../crates/gateway/assets/playground/lib.js';
 import { markdownHtml } from '../../crates/gateway/assets/playground/markdown.js';
 
@@ -139,6 +139,33 @@ test('tools: each switch adds its standard declaration; a named choice of a tool
   assert.deepEqual(none.tools, [], 'file_search without a store is not declared');
   assert.equal(none.toolChoice, 'auto');
   assert.deepEqual(toolSettings({ browserTime: true, toolChoice: 'required' }).toolChoice, 'required');
+});
+
+test('gateway tools: GET /v1/gateway/tools decides which switches are on offer; no list offers them all', () => {
+  const tools = gatewayTools({ object: 'list', data: [
+    { type: 'web_search', available: false, reason: 'web_search is not configured on this gateway: set `backend`' },
+    { type: 'file_search', available: true, vector_store_api: true },
+    { type: 'mcp', available: true, server_urls: false, server_labels: ['ops', 7, 'wiki'] },
+    { type: 'custom', name: 'package_version', available: true },
+  ] });
+  assert.deepEqual(tools.webSearch, { available: false, reason: 'web_search is not configured on this gateway: set `backend`' });
+  assert.equal(tools.fileSearch.available, true);
+  assert.equal(tools.packageVersion.available, true);
+  assert.deepEqual([tools.mcp.available, tools.mcp.serverUrls, tools.mcp.labels], [true, false, ['ops', 'wiki']]);
+  // A tool the list leaves out (package_version disabled) is not offered; an entry without a
+  // reason still gets one for its tooltip.
+  const some = gatewayTools({ data: [{ type: 'web_search', available: false }, null, { type: 'mcp', available: false, reason: 'MCP is not configured' }] });
+  assert.equal(some.packageVersion.available, false);
+  assert.match(some.packageVersion.reason, /server_tools\.package_version/);
+  assert.equal(some.webSearch.reason, 'not configured on this gateway');
+  assert.deepEqual([some.mcp.available, some.mcp.reason, some.mcp.labels], [false, 'MCP is not configured', []]);
+  assert.equal(some.fileSearch.available, false);
+  // No list (an older gateway's 404, an error): every switch as before.
+  for (const body of [null, { error: { message: 'x' } }, { data: 'x' }]) {
+    const all = gatewayTools(body);
+    assert.ok(all.webSearch.available && all.fileSearch.available && all.packageVersion.available && all.mcp.available, JSON.stringify(body));
+    assert.equal(all.mcp.serverUrls, true);
+  }
 });
 
 test('mcp: the switch adds one declaration from the URL, label and approval fields (an empty URL: the label alone); bad fields are errors, not tools', () => {

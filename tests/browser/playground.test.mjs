@@ -134,7 +134,7 @@ describe('playground', () => {
 
     const off = await startGateway({ upstream, env: { RESPONSES_GATEWAY_SERVER__PLAYGROUND: 'false' }, name: 'gateway-playground-off' });
     try {
-      for (const p of ['/', '/playground', '/playground/app.js', '/playground/vendor/marked.esm.js']) {
+      for (const p of ['/', '/playground', '/playground/app.js', '/playground/vendor/marked.esm.js', '/favicon.ico', '/playground/favicon.svg']) {
         const res = await fetch(`${off.url}${p}`);
         assert.equal(res.status, 404, p);
         assert.equal((await res.json()).error.code, 'unknown_url');
@@ -147,6 +147,105 @@ describe('playground', () => {
     } finally {
       await off.stop();
     }
+  });
+
+  test('the icon is served at /favicon.ico and linked by the page; the model picker says "Loading models…" until the list comes', async () => {
+    for (const p of ['/favicon.ico', '/playground/favicon.svg']) {
+      const res = await fetch(`${gateway.url}${p}`);
+      assert.equal(res.status, 200, p);
+      assert.equal(res.headers.get('content-type'), 'image/svg+xml', p);
+      assert.match(await res.text(), /^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"/, p);
+    }
+    const page = await browser.context.newPage();
+    const failed = [];
+    page.on('response', (r) => { if (r.status() >= 400) failed.push(`${r.status()} ${new URL(r.url()).pathname}`); });
+    // Hold GET /v1/models until the page has been looked at.
+    let release;
+    const held = new Promise((r) => { release = r; });
+    await page.route('**/v1/models', async (route) => { await held; await route.continue(); });
+    await page.goto(`${gateway.url}/`);
+    await page.waitForFunction(() => document.getElementById('tool-get_browser_time') !== null);
+    assert.deepEqual(await page.$$eval('#model option', (os) => os.map((o) => [o.value, o.textContent])), [['', 'Loading models…']]);
+    assert.equal(await page.isDisabled('#model'), true);
+    assert.equal(await page.textContent('#model-note'), 'Loading models…');
+    assert.equal(await page.getAttribute('body', 'data-ready'), null, 'not ready while the models load');
+    await shot(page, '01a-models-loading');
+    release();
+    await page.waitForSelector('body[data-ready="true"]');
+    assert.deepEqual(await page.$$eval('#model option', (os) => os.map((o) => o.value)), ['scripted-model']);
+    assert.equal(await page.isDisabled('#model'), false);
+    assert.equal(await page.textContent('#model-note'), '');
+    // The icon the page links is the one served.
+    const icon = await page.$eval('link[rel="icon"]', (l) => l.href);
+    assert.equal(new URL(icon).pathname, '/playground/favicon.svg');
+    assert.equal((await fetch(icon)).status, 200);
+    // Nothing the page loaded failed (vector_stores lists fine, even when empty).
+    assert.deepEqual(failed, []);
+    await page.close();
+  });
+
+  test('a gateway tool without a backend is offered switched off, with the reason as its tooltip; the others are on offer', async () => {
+    // This gateway has web_search (the fixture) and package_version, no [mcp]: the MCP switch is off.
+    const tools = await (await fetch(`${gateway.url}/v1/gateway/tools`)).json();
+    assert.deepEqual(tools.data.map((t) => [t.type, t.name ?? null, t.available]), [
+      ['web_search', null, true], ['file_search', null, true], ['mcp', null, false], ['custom', 'package_version', true],
+    ]);
+    const mcpReason = tools.data.find((t) => t.type === 'mcp').reason;
+    assert.match(mcpReason, /mcp\.allowed_urls/);
+    const { page, posts } = await openPage();
+    assert.equal(await page.isDisabled('#tool-web_search'), false);
+    assert.equal(await page.getAttribute('label:has(#tool-web_search)', 'title'), null);
+    assert.equal(await page.isDisabled('#tool-package_version'), false);
+    assert.equal(await page.isDisabled('#tool-mcp'), true);
+    assert.equal(await page.getAttribute('label:has(#tool-mcp)', 'title'), mcpReason);
+    assert.equal(await page.textContent('label:has(#tool-mcp) small'), 'gateway · not configured');
+    for (const id of ['#mcp-url', '#mcp-label', '#mcp-approval']) assert.equal(await page.isDisabled(id), true, id);
+    assert.equal(await page.textContent('#mcp-note'), `mcp is unavailable: ${mcpReason}`);
+    await page.close();
+
+    // A gateway with no web_search backend, package_version turned off, no embedded vector
+    // store: only the browser's own tool is on offer, and a message goes through.
+    const bare = await startGateway({
+      upstream,
+      env: { RESPONSES_GATEWAY_SERVER_TOOLS__PACKAGE_VERSION__ENABLED: 'false', RESPONSES_GATEWAY_FILE_SEARCH__EMBEDDED__ENABLED: 'false' },
+      name: 'gateway-bare',
+    });
+    try {
+      const listed = await (await fetch(`${bare.url}/v1/gateway/tools`)).json();
+      const reasons = Object.fromEntries(listed.data.map((t) => [t.type, t.reason]));
+      assert.deepEqual(listed.data.map((t) => [t.type, t.available]), [['web_search', false], ['file_search', false], ['mcp', false]]);
+      const bp = await openPage({ on: bare });
+      for (const [tool, reason] of [
+        ['web_search', reasons.web_search], ['file_search', reasons.file_search], ['mcp', reasons.mcp],
+        ['package_version', 'This gateway has no server tool package_version ([server_tools.package_version] enabled = false).'],
+      ]) {
+        assert.equal(await bp.page.isDisabled(`#tool-${tool}`), true, tool);
+        assert.equal(await bp.page.getAttribute(`label:has(#tool-${tool})`, 'title'), reason, tool);
+      }
+      assert.match(reasons.web_search, /\[web_search\]/);
+      assert.match(reasons.file_search, /file_search\.embedded\.enabled/);
+      assert.match(await bp.page.textContent('#stores-note'), /^file_search is unavailable: file_search is not configured/);
+      for (const tool of ['web_search', 'package_version', 'file_search', 'mcp']) {
+        assert.equal(await bp.page.textContent(`label:has(#tool-${tool}) small`), 'gateway · not configured', tool);
+      }
+      assert.equal(await bp.page.isDisabled('#tool-get_browser_time'), false);
+      // Hovering shows the reason (the row's title); a click on a switched-off tool does nothing.
+      await bp.page.hover('label:has(#tool-web_search)');
+      await shot(bp.page, '01b-tools-not-configured');
+      await bp.page.click('label:has(#tool-web_search)', { force: true });
+      assert.equal(await bp.page.isChecked('#tool-web_search'), false);
+      // Only "only get_browser_time" is a named choice.
+      assert.deepEqual(await bp.page.$$eval('#tool-choice option', (os) => os.map((o) => o.value)), ['auto', 'required', 'none', 'tool:get_browser_time']);
+      await upstream.push({ text: ['No tools needed.'] });
+      await ask(bp.page, 'Hello');
+      assert.equal(await bp.page.textContent('.answer .text'), 'No tools needed.');
+      assert.deepEqual(bp.posts[0].tools.map((t) => t.type), ['function'], 'only the browser tool is declared');
+      assert.equal(await bp.page.locator('.error').count(), 0);
+      await bp.page.close();
+    } finally {
+      await bare.stop();
+    }
+    assert.deepEqual(posts, [], 'looking sends nothing');
   });
 
   test('a plain question streams an answer token by token; models and vector stores are listed', async () => {
@@ -622,8 +721,20 @@ async function mcpCalls(mcp) {
 }
 
 describe('playground: the URL field of the MCP switch', () => {
+  // A gateway whose [mcp] allows one other server: the switch is on offer (a gateway with no
+  // [mcp] offers it switched off), and neither the label "mcp" nor 127.0.0.1:9 is allowed.
+  let allowing;
+
+  before(async () => {
+    allowing = await startGateway({ upstream, env: { RESPONSES_GATEWAY_MCP__ALLOWED_URLS: '["https://mcp.example.com/"]' }, name: 'gateway-mcp-other' });
+  });
+
+  after(async () => {
+    await allowing?.stop();
+  });
+
   test('mcp: an empty URL sends the label alone and shows the 400 of a label no operator configured; a non-http(s) URL is checked before sending; a URL the gateway does not allow shows its 400', async () => {
-    const { page, posts } = await openPage();
+    const { page, posts } = await openPage({ on: allowing });
     assert.match(await page.textContent('#mcp-note'), /An empty URL means a server the operator configured under this label/);
     // An empty URL: the mcp tool names the server by its label alone. This gateway's operator
     // configured no server "mcp": the gateway's 400 names the tool's server_url; the page shows
@@ -651,7 +762,7 @@ describe('playground: the URL field of the MCP switch', () => {
     assert.equal(await page.evaluate(() => document.activeElement.id), 'mcp-url');
     assert.equal(await page.inputValue('#prompt'), 'Use my MCP server');
     assert.equal(posts.length, 1, 'nothing more was sent');
-    // A well-formed URL this gateway's operator did not allow (no [mcp] here): the gateway's
+    // A well-formed URL this gateway's operator did not allow (its [mcp] allows another): the gateway's
     // 400 names the tool's server_url; the page shows it, also under the MCP fields.
     await page.fill('#mcp-url', 'http://127.0.0.1:9/mcp');
     await page.uncheck('#mcp-approval');

@@ -115,6 +115,38 @@ def test_size_ceilings(limited: harness.Gateway, upstream_server: harness.Upstre
     assert len(upstream_server.requests()) == 1, "a refused request reached the upstream"
 
 
+def test_default_output_cap(upstream_server: harness.Upstream, tmp_path_factory: pytest.TempPathFactory):
+    """limits.default_max_output_tokens: the cap of a request that names none. The SDK sees it
+    in the Response; the upstream gets it as max_tokens; a turn that spends it is incomplete
+    (the SDK's stream ends with response.incomplete); a request's own cap is kept."""
+    gw = harness.start_gateway(harness.binary("GATEWAY_BIN", "responses-gateway"), upstream_server.base_url,
+                               tmp_path_factory.mktemp("default-cap"),
+                               extra_env={"RESPONSES_GATEWAY_LIMITS__DEFAULT_MAX_OUTPUT_TOKENS": "64"})
+    try:
+        with openai.OpenAI(base_url=gw.api_base, api_key="unused", max_retries=0, timeout=30) as c:
+            upstream_server.reset()
+            upstream_server.push({"text": ["short"], "usage": {"completion_tokens": 5}})
+            r = c.responses.create(model="m", input="hi")
+            assert (r.status, r.max_output_tokens, r.output_text) == ("completed", 64, "short")
+            assert upstream_server.chat_bodies()[0]["max_tokens"] == 64
+            upstream_server.reset()
+            upstream_server.push({"text": ["on", " and", " on"], "usage": {"completion_tokens": 64}, "finish_reason": "length"})
+            with c.responses.stream(model="m", input="ramble") as s:
+                events = list(s)
+            assert events[-1].type == "response.incomplete", [e.type for e in events]
+            cut = events[-1].response
+            assert (cut.max_output_tokens, cut.incomplete_details.reason) == (64, "max_output_tokens")
+            assert c.responses.retrieve(cut.id).max_output_tokens == 64, "stored with the cap"
+            upstream_server.reset()
+            upstream_server.push({"text": ["longer"], "usage": {"completion_tokens": 100}})
+            r = c.responses.create(model="m", input="hi", max_output_tokens=200)
+            assert (r.status, r.max_output_tokens) == ("completed", 200)
+            assert upstream_server.chat_bodies()[0]["max_tokens"] == 200
+    finally:
+        gw.close()
+        gw.proc.stop()
+
+
 def test_health_is_not_rate_limited(limited: harness.Gateway):
     base = limited.api_base.removesuffix("/v1")
     for _ in range(10):

@@ -1,11 +1,11 @@
 // The playground page's entry point (index.html loads it as a module): wires the form, the
-// settings and the buttons to the conversation (conversation.js), and loads the models and
-// vector stores. Talks only to this gateway's public API with relative URLs (works behind a
-// path prefix).
+// settings and the buttons to the conversation (conversation.js), and loads the models, the
+// gateway's configured tools and the vector stores. Talks only to this gateway's public API
+// with relative URLs (works behind a path prefix).
 
 import { $, announce } from './dom.js';
 import { saveKey } from './api.js';
-import { refreshToolChoice, loadModels, loadVectorStores } from './settings.js';
+import { refreshToolChoice, loadModels, loadTools, loadVectorStores } from './settings.js';
 import { mcpProblemCleared } from './mcp.js';
 import { send, stop, newConversation } from './conversation.js';
 
@@ -44,12 +44,12 @@ function init() {
     $('api-key').value = '';
     $('key-form').hidden = true;
     announce('API key set for this tab.');
-    Promise.all([loadModels(), loadVectorStores()]).finally(refreshToolChoice);
+    Promise.all([loadModels(), loadTools().then(loadVectorStores)]).finally(refreshToolChoice);
     $('prompt').focus();
   });
   if (window.matchMedia('(max-width: 640px)').matches) $('settings').open = false;
   refreshToolChoice();
-  Promise.all([loadModels(), loadVectorStores()]).finally(() => {
+  Promise.all([loadModels(), loadTools().then(loadVectorStores)]).finally(() => {
     refreshToolChoice();
     document.body.dataset.ready = 'true';
   });

@@ -189,6 +189,36 @@ export function toolSettings(s) {
   return { tools, include, toolChoice, named: Object.keys(named), mcpError };
 }
 
+/**
+ * Which gateway tools have a backend, from the body of `GET /v1/gateway/tools`
+ * ({data: [{type, name?, available, reason?, server_urls?, server_labels?}]}): {webSearch,
+ * fileSearch, packageVersion, mcp}, each {available, reason}; mcp also {serverUrls, labels}.
+ * A body that is not such a list (a gateway without the route, an error) offers every tool,
+ * as the page did before it asked; a tool the list leaves out is unavailable.
+ */
+export function gatewayTools(body) {
+  const everything = { available: true, reason: '' };
+  const data = body && Array.isArray(body.data) ? body.data.filter((t) => t && typeof t.type === 'string') : null;
+  if (!data) return { webSearch: everything, fileSearch: everything, packageVersion: everything, mcp: { ...everything, serverUrls: true, labels: [] } };
+  const pick = (match, missing) => {
+    const t = data.find(match);
+    if (!t) return { available: false, reason: missing };
+    return { available: t.available === true, reason: typeof t.reason === 'string' && t.reason ? t.reason : 'not configured on this gateway' };
+  };
+  const mcpEntry = data.find((t) => t.type === 'mcp') || {};
+  return {
+    webSearch: pick((t) => t.type === 'web_search', 'This gateway does not execute web_search.'),
+    fileSearch: pick((t) => t.type === 'file_search', 'This gateway does not execute file_search.'),
+    packageVersion: pick((t) => t.type === 'custom' && t.name === 'package_version',
+      'This gateway has no server tool package_version ([server_tools.package_version] enabled = false).'),
+    mcp: {
+      ...pick((t) => t.type === 'mcp', 'This gateway does not execute mcp tools.'),
+      serverUrls: mcpEntry.server_urls === true,
+      labels: Array.isArray(mcpEntry.server_labels) ? mcpEntry.server_labels.filter((l) => typeof l === 'string') : [],
+    },
+  };
+}
+
 /** Output items worth replaying as history: everything but commentary (progress) messages. */
 export function replayable(output) {
   return (output || []).filter((item) => !isCommentary(item));

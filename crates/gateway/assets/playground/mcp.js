@@ -9,6 +9,16 @@ import { $, el, stamp, pretty, plural } from './dom.js';
 // ---------------------------------------------------------------- the MCP server fields
 
 const MCP_NOTE = "The gateway's operator must allow the server's URL ([mcp] in its configuration). An empty URL means a server the operator configured under this label.";
+let mcpNote = MCP_NOTE;
+
+/** Sets the usual note under the MCP fields: what this gateway's [mcp] offers
+ * (`GET /v1/gateway/tools`): request URLs, and the labels of the operator's servers. */
+export function mcpOffered({ serverUrls, labels }) {
+  const urls = serverUrls ? MCP_NOTE : 'This gateway accepts no server URL from requests: leave the URL empty and name a server the operator configured by its label.';
+  mcpNote = labels.length ? `${urls} Configured here: ${labels.join(', ')}.` : urls;
+  const note = $('mcp-note');
+  if (!note.classList.contains('warn')) note.textContent = mcpNote;
+}
 
 /** Shows a problem with the MCP fields under them and marks the field ('url' or 'label'). */
 export function mcpProblem(message, field) {
@@ -23,7 +33,7 @@ export function mcpProblem(message, field) {
 export function mcpProblemCleared() {
   const note = $('mcp-note');
   if (!note.classList.contains('warn')) return;
-  note.textContent = MCP_NOTE;
+  note.textContent = mcpNote;
   note.classList.remove('warn');
   for (const id of ['mcp-url', 'mcp-label']) $(id).removeAttribute('aria-invalid');
 }

@@ -30,6 +30,12 @@ pub struct LimitsConfig {
     pub max_tools: usize,
     /// Highest `max_output_tokens` a request may ask for (400 naming it). 0: no ceiling.
     pub max_output_tokens: u64,
+    /// The `max_output_tokens` of a request that names none (tokens, summed over the turn's
+    /// rounds, as the request's own would be; echoed in the Response). 0 (the default): no
+    /// cap, the upstream's own limit applies. When set: at least 16, and at most
+    /// `max_output_tokens` when that is set. A small model server with one slot wants it: an
+    /// uncapped run-on answer holds the slot until the context is full.
+    pub default_max_output_tokens: u64,
 }
 
 impl Default for LimitsConfig {
@@ -44,6 +50,43 @@ impl Default for LimitsConfig {
             max_input_items: 10_000,
             max_tools: 512,
             max_output_tokens: 0,
+            default_max_output_tokens: 0,
         }
+    }
+}
+
+impl LimitsConfig {
+    /// Checks `default_max_output_tokens` against the API's minimum (16) and the ceiling.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        let d = self.default_max_output_tokens;
+        if d != 0 && d < 16 {
+            anyhow::bail!("limits.default_max_output_tokens must be 0 (no cap) or at least 16 (the API's minimum), not {d}");
+        }
+        if d != 0 && self.max_output_tokens != 0 && d > self.max_output_tokens {
+            anyhow::bail!(
+                "limits.default_max_output_tokens ({d}) must not exceed limits.max_output_tokens ({})",
+                self.max_output_tokens
+            );
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_cap_is_checked_against_the_minimum_and_the_ceiling() {
+        let with = |default_max_output_tokens, max_output_tokens| {
+            LimitsConfig { default_max_output_tokens, max_output_tokens, ..LimitsConfig::default() }.validate()
+        };
+        assert!(with(0, 0).is_ok());
+        assert!(with(16, 0).is_ok());
+        assert!(with(512, 512).is_ok());
+        let low = with(15, 0).unwrap_err().to_string();
+        assert!(low.contains("limits.default_max_output_tokens") && low.contains("15"), "{low}");
+        let over = with(1024, 512).unwrap_err().to_string();
+        assert!(over.contains("limits.max_output_tokens (512)"), "{over}");
     }
 }

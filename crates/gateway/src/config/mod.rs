@@ -338,6 +338,7 @@ impl Config {
             anyhow::bail!("server.keepalive_interval_ms, server.request_read_timeout_ms and upstream.idle_timeout_ms must be > 0");
         }
         self.store.validate()?;
+        self.limits.validate()?;
         if self.metrics.listen.is_some_and(|l| l == self.server.listen) {
             anyhow::bail!("metrics.listen must differ from server.listen (leave it unset to serve /metrics there)");
         }

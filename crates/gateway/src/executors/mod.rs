@@ -121,4 +121,9 @@ impl Registry {
     pub fn contains(&self, name: &str) -> bool {
         self.tools.contains_key(name)
     }
+
+    /// The registered server tools' names, in order.
+    pub fn server_tool_names(&self) -> impl Iterator<Item = &str> {
+        self.tools.keys().map(String::as_str)
+    }
 }

@@ -1,6 +1,8 @@
 //! HTTP routes (axum): `/v1/responses` (create, retrieve, delete, input items),
-//! WebSocket mode on `/v1/responses` (`websocket`), `/v1/conversations` (and their items), `/v1/files` and `/v1/vector_stores` (the embedded
-//! index), `/v1/models[/{model}]`, `/healthz`, `/readyz`, `/metrics` (`[metrics]`); the key
+//! WebSocket mode on `/v1/responses` (`websocket`), `/v1/conversations` (and their items),
+//! `/v1/files` and `/v1/vector_stores` (the embedded index), `/v1/models[/{model}]`,
+//! `/v1/gateway/tools` (the tools this deployment can execute), `/healthz`, `/readyz`,
+//! `/metrics` (`[metrics]`), the playground; the key
 //! check of `[auth]`, the request count and the request's id, span and log line
 //! (`request`) wrap them.
 
@@ -8,6 +10,7 @@ pub mod auth;
 pub mod conversations;
 pub mod error;
 pub mod files;
+pub mod gateway_tools;
 pub mod health;
 pub mod json_body;
 pub mod limits;
@@ -88,12 +91,14 @@ pub fn router(state: Arc<AppState>, server: &crate::config::ServerConfig) -> Rou
         )
         .route("/v1/vector_stores/{id}/files/{file_id}/content", get(vector_stores::file_content))
         .route("/v1/vector_stores/{id}/search", post(vector_stores::search))
+        .route("/v1/gateway/tools", get(gateway_tools::list))
         .route("/v1/models", get(models::list))
         // A model id may hold slashes (`Qwen/Qwen3-8B`): the rest of the path is the id.
         .route("/v1/models/{*model}", get(models::retrieve))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/", get(playground::index))
+        .route("/favicon.ico", get(playground::favicon))
         .route("/playground", get(playground::index))
         .route("/playground/", get(playground::index))
         .route("/playground/{file}", get(playground::file))

@@ -1,13 +1,14 @@
 //! The browser playground: one HTML page with its script and style, embedded in the binary
 //! (`crates/gateway/assets/playground`). `GET /` and `GET /playground` answer the page,
-//! `GET /playground/{file}` its assets and `GET /playground/vendor/{file}` the vendored
-//! libraries that render answers as Markdown (`marked` and `DOMPurify`, pinned npm builds with
-//! their licences, see `assets/playground/vendor/README.md`). Nothing is fetched from
-//! elsewhere at run time. With `server.playground = false` every one of these routes answers
-//! the usual 404.
+//! `GET /favicon.ico` its icon (SVG), `GET /playground/{file}` its assets and
+//! `GET /playground/vendor/{file}` the vendored libraries that render answers as Markdown
+//! (`marked` and `DOMPurify`, pinned npm builds with their licences, see
+//! `assets/playground/vendor/README.md`). Nothing is fetched from elsewhere at run time.
+//! With `server.playground = false` every one of these routes answers the usual 404.
 //!
-//! The page talks only to this gateway's public API (`/v1/models`, `/v1/vector_stores`,
-//! `/v1/responses`), with relative URLs, so it also works behind a path prefix.
+//! The page talks only to this gateway's public API (`/v1/models`, `/v1/gateway/tools`,
+//! `/v1/vector_stores`, `/v1/responses`), with relative URLs, so it also works behind a
+//! path prefix.
 
 use std::sync::Arc;
 
@@ -21,6 +22,9 @@ use super::AppState;
 const INDEX_HTML: &str = include_str!("../../assets/playground/index.html");
 
 const JS: &str = "text/javascript; charset=utf-8";
+const SVG: &str = "image/svg+xml";
+/// The page's icon, also answered at `/favicon.ico` (browsers ask there by themselves).
+const FAVICON: &str = include_str!("../../assets/playground/favicon.svg");
 const TEXT: &str = "text/plain; charset=utf-8";
 
 /// Assets under `/playground/`: path (below `/playground/`), content type, body.
@@ -36,6 +40,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("stream.js", JS, include_str!("../../assets/playground/stream.js")),
     ("transcript.js", JS, include_str!("../../assets/playground/transcript.js")),
     ("style.css", "text/css; charset=utf-8", include_str!("../../assets/playground/style.css")),
+    ("favicon.svg", SVG, FAVICON),
     ("vendor/marked.esm.js", JS, include_str!("../../assets/playground/vendor/marked.esm.js")),
     ("vendor/purify.es.mjs", JS, include_str!("../../assets/playground/vendor/purify.es.mjs")),
     ("vendor/marked.LICENSE.md", TEXT, include_str!("../../assets/playground/vendor/marked.LICENSE.md")),
@@ -74,6 +79,12 @@ pub async fn index(State(state): State<Arc<AppState>>) -> Response {
         return super::health::not_found().await.into_response();
     }
     asset("text/html; charset=utf-8", INDEX_HTML)
+}
+
+/// `GET /favicon.ico`: the playground's icon (an SVG image), or 404 when the playground is
+/// turned off.
+pub async fn favicon(State(state): State<Arc<AppState>>) -> Response {
+    serve(&state, "favicon.svg").await
 }
 
 /// `GET /playground/{file}`: one embedded asset; unknown names (and a disabled playground)
@@ -123,7 +134,7 @@ mod tests {
             let rest = name.strip_prefix("vendor/").unwrap_or(name);
             assert!(!rest.contains('/') && !rest.is_empty(), "{name}");
         }
-        for needle in ["playground/app.js", "playground/style.css"] {
+        for needle in ["playground/app.js", "playground/style.css", "playground/favicon.svg"] {
             assert!(INDEX_HTML.contains(needle), "index.html does not load {needle}");
         }
         assert!(body("app.js").contains("./conversation.js"), "app.js imports conversation.js");

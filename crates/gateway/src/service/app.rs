@@ -100,11 +100,7 @@ impl App {
         let local_index = open_local_index(config)?;
         let keys = Arc::new(crate::auth::ApiKeys::load(&config.auth)?);
         let registry = Arc::new(Registry::from_config(config, local_index.clone().map(|i| i as Arc<dyn VectorStoreBackend>)));
-        let sizes = crate::turn::Sizes {
-            max_input_items: config.limits.max_input_items,
-            max_tools: config.limits.max_tools,
-            max_output_tokens: config.limits.max_output_tokens,
-        };
+        let sizes = crate::turn::Sizes::of(&config.limits);
         let (turns, shutdown, stop_claiming) = (TaskTracker::new(), CancellationToken::new(), CancellationToken::new());
         let admission = Arc::new(crate::admission::Admission::new(&config.limits).with_connections(config.websocket.max_connections_per_key));
         let background = crate::background::Background::new(

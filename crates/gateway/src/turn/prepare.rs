@@ -48,15 +48,36 @@ pub struct Context<'a> {
 }
 
 /// The size ceilings of a request (`[limits]`: `max_input_items`, `max_tools`,
-/// `max_output_tokens`; 0 is no ceiling).
+/// `max_output_tokens`; 0 is no ceiling) and the output cap of a request that names none
+/// (`default_max_output_tokens`, tokens; 0 is none).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Sizes {
     pub max_input_items: usize,
     pub max_tools: usize,
     pub max_output_tokens: u64,
+    pub default_max_output_tokens: u64,
 }
 
 impl Sizes {
+    /// The sizes of `[limits]`.
+    pub fn of(limits: &crate::config::limits::LimitsConfig) -> Sizes {
+        Sizes {
+            max_input_items: limits.max_input_items,
+            max_tools: limits.max_tools,
+            max_output_tokens: limits.max_output_tokens,
+            default_max_output_tokens: limits.default_max_output_tokens,
+        }
+    }
+
+    /// Gives a request that names no `max_output_tokens` the gateway's default cap
+    /// (`limits.default_max_output_tokens`, when set): the turn, its upstream rounds and its
+    /// Response's echo then all carry it, as if the client had asked for it.
+    pub fn apply_default_cap(&self, req: &mut CreateResponse) {
+        if req.max_output_tokens.is_none() && self.default_max_output_tokens > 0 {
+            req.max_output_tokens = Some(self.default_max_output_tokens);
+        }
+    }
+
     /// 400 `invalid_value` naming `input`, `tools` or `max_output_tokens` when the request
     /// passes a ceiling (before anything is read from the store or sent upstream).
     pub fn check(&self, req: &CreateResponse) -> Result<(), GatewayError> {
@@ -120,8 +141,9 @@ pub fn conversation_id(req: &CreateResponse) -> Result<Option<String>, GatewayEr
 /// `turn::prepare` with the store: loads what the turn continues from, takes the
 /// conversation's lease, validates and builds the turn, and plans what to store at its
 /// end. `body` is the raw request (its `input` is stored as given, with ids added).
-pub async fn prepare(req: CreateResponse, body: &[u8], ctx: &Context<'_>) -> Result<Prepared, GatewayError> {
+pub async fn prepare(mut req: CreateResponse, body: &[u8], ctx: &Context<'_>) -> Result<Prepared, GatewayError> {
     ctx.sizes.check(&req)?;
+    ctx.sizes.apply_default_cap(&mut req);
     let store_response = req.store.unwrap_or(true);
     let conversation = conversation_id(&req)?;
     if req.previous_response_id.is_some() && conversation.is_some() {

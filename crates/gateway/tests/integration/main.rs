@@ -19,6 +19,7 @@ mod embeddings;
 mod failures;
 mod file_search;
 mod fuzz;
+mod gateway_tools;
 mod layering;
 mod leaked_calls;
 mod mcp;

@@ -423,6 +423,54 @@ async fn max_output_tokens_caps_the_sum_over_rounds() {
     assert_eq!(h.upstream.requests().len(), 1, "no round without budget");
 }
 
+/// `limits.default_max_output_tokens` is the cap of a request that names none: the rounds
+/// share it as they share a request's own (round 2 gets the remainder), the Response echoes
+/// it, and a turn that spends it ends `incomplete`. A request's own value (above the default
+/// too) is kept, streamed or stored alike.
+#[tokio::test]
+async fn the_default_output_cap_applies_when_the_request_names_none() {
+    let h = Harness::start_with(|c| c.limits.default_max_output_tokens = 40).await;
+    h.upstream.push(Script::tool_call("package_version", r#"{"input":"axum"}"#).usage(10, 30));
+    h.upstream.push(Script::text(&["ok"]).usage(10, 7));
+    let (status, body) = h.post(json!({"model":"m","input":"x","tools":[pv()]})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!((body["status"].as_str(), body["max_output_tokens"].as_u64()), (Some("completed"), Some(40)));
+    let reqs = h.upstream.requests();
+    assert_eq!(reqs[0].body["max_tokens"], 40);
+    assert_eq!(reqs[1].body["max_tokens"], 10, "round 2 gets what round 1 left");
+    let (status, stored) = h.get(&format!("/v1/responses/{}", body["id"].as_str().unwrap())).await;
+    assert_eq!((status, stored["max_output_tokens"].as_u64()), (200, Some(40)), "{stored}");
+    h.upstream.reset();
+    // A run-on answer stops at the default cap (the upstream cut it: `length`).
+    h.upstream.push(Script::text(&["and on and on"]).usage(10, 40).finish("length"));
+    let s = h.stream(json!({"model":"m","input":"x"})).await;
+    assert_eq!(s.terminal_type(), "response.incomplete", "{}", s.raw);
+    assert_eq!(s.response["incomplete_details"]["reason"], "max_output_tokens");
+    assert_eq!(s.response["max_output_tokens"], 40);
+    assert_eq!(h.upstream.requests()[0].body["max_tokens"], 40);
+    h.upstream.reset();
+    h.upstream.push(Script::text(&["ok"]).usage(10, 50));
+    let (status, body) = h.post(json!({"model":"m","input":"x","max_output_tokens":100})).await;
+    assert_eq!((status, body["status"].as_str(), body["max_output_tokens"].as_u64()), (200, Some("completed"), Some(100)), "{body}");
+    assert_eq!(h.upstream.requests()[0].body["max_tokens"], 100, "the request's own cap wins");
+}
+
+/// A default cap below the API's minimum or above the ceiling is a configuration error.
+#[test]
+fn a_default_output_cap_out_of_range_is_refused_at_startup() {
+    let mut c = responses_gateway::config::Config::default();
+    c.upstream.url = Some("http://127.0.0.1:1/v1".into());
+    c.limits.default_max_output_tokens = 8;
+    let err = c.validate().unwrap_err().to_string();
+    assert!(err.contains("limits.default_max_output_tokens"), "{err}");
+    c.limits.default_max_output_tokens = 600;
+    c.limits.max_output_tokens = 500;
+    let err = c.validate().unwrap_err().to_string();
+    assert!(err.contains("limits.max_output_tokens (500)"), "{err}");
+    c.limits.default_max_output_tokens = 500;
+    assert!(c.validate().is_ok());
+}
+
 /// A call the model writes in the last round (sent without tools) is neither executed nor
 /// returned: no dangling call, the text is the final answer and the turn completes.
 #[tokio::test]

@@ -14,6 +14,9 @@ use crate::executors::vector_store::RemoteVectorStore;
 /// The name of the embedded executor in `[file_search]` tables.
 pub const EMBEDDED: &str = "embedded";
 
+const NOT_CONFIGURED: &str =
+    "file_search is not configured: the embedded store is disabled (file_search.embedded.enabled) and no [file_search.remotes.*] is set";
+
 /// Resolves store ids to executors. Remotes that could not be built (a key variable unset, a
 /// bad URL) are kept as the message naming the setting, surfaced when a request uses them.
 #[derive(Debug, Clone, Default)]
@@ -62,6 +65,18 @@ impl FileSearchRouter {
         }
     }
 
+    /// Whether a request's `file_search` can run here: the embedded store is on, or one
+    /// remote is usable. `Err` is the message a request would get (naming the setting).
+    pub fn availability(&self) -> Result<(), String> {
+        if self.embedded.is_some() || self.remotes.values().any(Result::is_ok) {
+            return Ok(());
+        }
+        match self.remotes.values().find_map(|r| r.as_ref().err()) {
+            Some(why) => Err(why.clone()),
+            None => Err(NOT_CONFIGURED.to_string()),
+        }
+    }
+
     /// Sets the embedded executor (the local index, opened after the registry).
     pub fn set_embedded(&mut self, embedded: Option<Arc<dyn VectorStoreBackend>>) {
         self.embedded = embedded;
@@ -101,11 +116,7 @@ impl FileSearchRouter {
                     "file_search is not configured: vector store '{id}' maps to the embedded store, which is disabled (file_search.embedded.enabled)"
                 )))
             }
-            None if self.embedded.is_none() && self.remotes.is_empty() => {
-                return Err(ResolveError::NotConfigured(
-                    "file_search is not configured: the embedded store is disabled (file_search.embedded.enabled) and no [file_search.remotes.*] is set".into(),
-                ))
-            }
+            None if self.embedded.is_none() && self.remotes.is_empty() => return Err(ResolveError::NotConfigured(NOT_CONFIGURED.into())),
             None => return Err(ResolveError::Unknown(id.to_string())),
         };
         match remote.has_store(project, id).await {

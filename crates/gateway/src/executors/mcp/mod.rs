@@ -154,6 +154,16 @@ impl McpServers {
         }
     }
 
+    /// What a request may name here: `(request_urls, labels)`: whether `allowed_urls` or
+    /// `allowed_hosts` admit any `server_url`, and the labels of the operator's servers that
+    /// are usable (sorted). Neither: a request's `mcp` tool is always refused.
+    pub fn offered(&self) -> (bool, Vec<&str>) {
+        let urls = !self.allowed_urls.is_empty() || !self.allowed_hosts.is_empty();
+        let mut labels: Vec<&str> = self.operator.iter().filter(|(_, t)| t.is_ok()).map(|(l, _)| l.as_str()).collect();
+        labels.sort_unstable();
+        (urls, labels)
+    }
+
     /// `tools/call`'s timeout (`mcp.call_timeout_ms`).
     pub fn call_timeout(&self) -> Duration {
         self.call

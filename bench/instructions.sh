@@ -99,7 +99,11 @@ total_instructions() {
     echo "$body" > "$TMP/body.json"
     local runner=(valgrind --tool=callgrind --callgrind-out-file="$out")
     [ "$SYSCALLS" = 1 ] && runner=(strace -f -c -o "$out")
-    RESPONSES_GATEWAY_UPSTREAM__API="$api" "${runner[@]}" "$BIN/responses-gateway" serve \
+    # The API is set only when not the default chat one (older builds, for a bisection, know
+    # no `upstream.api`).
+    local env=()
+    [ "$api" = chat ] || env=(RESPONSES_GATEWAY_UPSTREAM__API="$api")
+    env "${env[@]}" "${runner[@]}" "$BIN/responses-gateway" serve \
         --upstream-url "$UPSTREAM/v1" --listen 127.0.0.1:0 --data-dir "$TMP/data-$scenario-$n" > "$log" 2>&1 &
     local pid=$!
     PIDS+=("$pid")

@@ -94,6 +94,8 @@ pub async fn create(
     if prepared.stream {
         return stream(state, prepared, permits);
     }
+    // A foreground turn stops when its client leaves (issue 28): its token is cancelled.
+    let cancel = prepared.cancel.clone();
     let turn = driver::start(prepared, None);
     if !turn.is_stored() {
         let outcome = Box::pin(turn.run(&state.runner)).await;
@@ -103,15 +105,19 @@ pub async fn create(
             Err(e) => commit_failed(&e).into_response(),
         };
     }
-    // A stored turn runs in its own task: a client that goes away does not cancel it.
-    // Boxed before spawning: the task moves a pointer, not the turn's state. (The turn's
-    // span, made by `driver::start`, is the request span's child.)
+    // A stored turn runs in its own task, so that it is stored whatever happens; a client
+    // that goes away stops it (it ends `incomplete`). Boxed before spawning: the task moves
+    // a pointer, not the turn's state. (The turn's span, made by `driver::start`, is the
+    // request span's child.)
+    let gone = cancel.drop_guard();
     let task = state.turns.clone().spawn(Box::pin(async move {
         let outcome = turn.run(&state.runner).await;
         drop(permits);
         outcome
     }));
-    match task.await {
+    let joined = task.await;
+    gone.disarm();
+    match joined {
         Ok(Ok(outcome)) => answer(outcome),
         Ok(Err(e)) => commit_failed(&e).into_response(),
         Err(e) => {
@@ -164,21 +170,20 @@ fn commit_failed(e: &StoreError) -> GatewayError {
 }
 
 /// The streamed answer: the turn runs in its own task, its events go to the SSE body as
-/// they are produced.
+/// they are produced; the body dropped before the turn's end (client gone) stops the turn.
 fn stream(state: Arc<AppState>, prepared: Prepared, permits: (Option<StreamPermit>, UpstreamPermit)) -> Response {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let keepalive = state.keepalive;
+    // A disconnect cancels the turn (its upstream request and gateway calls stop); a stored
+    // one is then committed `incomplete` with its output so far.
+    let cancel = prepared.cancel.clone();
     // The first events are queued before the turn runs, so the response head and them
     // leave in one write.
     let turn = driver::start(prepared, Some(Box::new(SseSink::new(tx))));
-    let stored = turn.is_stored();
-    let task = state.turns.clone().spawn(Box::pin(async move {
+    state.turns.clone().spawn(Box::pin(async move {
         // A failed commit has ended the stream with `response.failed` (and was logged).
         let _ = turn.run(&state.runner).await;
         drop(permits);
     }));
-    // Nothing to store → a disconnect cancels the turn (and so the upstream request);
-    // a stored turn (store:true or a conversation) runs to its end and is committed.
-    let cancel = if stored { None } else { Some(task.abort_handle()) };
-    SseBody::new(rx, keepalive, cancel).into_response()
+    SseBody::new(rx, keepalive, Some(cancel)).into_response()
 }

@@ -4,7 +4,8 @@
 //! delivered many chunks in one read) share one write, issued when the runtime has run
 //! every other ready task. Nothing waits on a timer, so no text is buffered in time; the
 //! coalescing only saves one socket write per event. `: keep-alive` comments go out while
-//! nothing else is sent. Dropping the body (client gone) can cancel the turn's task.
+//! nothing else is sent. Dropping the body before the turn ended (client gone) can cancel
+//! the turn (its token: the turn then ends `incomplete` and is stored so).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -21,7 +22,6 @@ use futures_util::task::AtomicWaker;
 use futures_util::Stream;
 use tokio::sync::mpsc::error::TryRecvError;
 use tokio::sync::mpsc::UnboundedReceiver;
-use tokio::task::AbortHandle;
 use tokio::time::{Instant, Sleep};
 
 const KEEPALIVE: &[u8] = b": keep-alive\n\n";
@@ -64,8 +64,8 @@ pub struct SseBody {
     /// `held` bytes when the current deferral started.
     held_at_defer: usize,
     closed: bool,
-    /// Aborted on drop (a `store: false` turn is cancelled when the client leaves).
-    cancel_on_drop: Option<AbortHandle>,
+    /// Cancelled on drop before the end (a foreground turn stops when its client leaves).
+    cancel_on_drop: Option<tokio_util::sync::CancellationToken>,
 }
 
 /// Held event bytes: one event is kept as is (no copy), several are joined.
@@ -123,7 +123,7 @@ impl Held {
 
 impl SseBody {
     /// Reads event bytes from `rx`; `interval` is the keep-alive period.
-    pub fn new(rx: UnboundedReceiver<Bytes>, interval: Duration, cancel_on_drop: Option<AbortHandle>) -> Self {
+    pub fn new(rx: UnboundedReceiver<Bytes>, interval: Duration, cancel_on_drop: Option<tokio_util::sync::CancellationToken>) -> Self {
         SseBody {
             rx,
             interval,
@@ -213,8 +213,8 @@ impl SseBody {
 
 impl Drop for SseBody {
     fn drop(&mut self) {
-        if let Some(h) = self.cancel_on_drop.take() {
-            h.abort();
+        if let Some(t) = self.cancel_on_drop.take() {
+            t.cancel();
         }
     }
 }

@@ -11,57 +11,96 @@ use crate::input::Input;
 /// `tools` and `tool_choice` stay raw JSON because each tool handler validates its own
 /// declaration (DESIGN.md "A tool type is one handler module"). Unknown top-level fields
 /// land in `unknown` (ignored, or a 400 `unknown_parameter` when configured).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct CreateResponse {
+    #[serde(default)]
     pub model: Option<String>,
+    #[serde(default)]
     pub input: Option<Input>,
+    #[serde(default)]
     pub instructions: Option<String>,
+    #[schema(value_type = Option<Vec<crate::response::ToolEcho>>)]
+    #[serde(default)]
     pub tools: Option<Vec<Value>>,
+    #[schema(value_type = Option<crate::response::ToolChoiceEcho>)]
+    #[serde(default)]
     pub tool_choice: Option<Value>,
+    #[serde(default)]
     pub parallel_tool_calls: Option<bool>,
+    #[serde(default)]
     pub max_tool_calls: Option<u64>,
+    #[serde(default)]
     pub max_output_tokens: Option<u64>,
+    #[serde(default)]
     pub temperature: Option<f64>,
+    #[serde(default)]
     pub top_p: Option<f64>,
+    #[serde(default)]
     pub top_logprobs: Option<u32>,
+    #[serde(default)]
     pub stream: Option<bool>,
+    #[serde(default)]
     pub stream_options: Option<StreamOptions>,
+    #[serde(default)]
     pub store: Option<bool>,
+    #[serde(default)]
     pub previous_response_id: Option<String>,
+    #[serde(default)]
     pub conversation: Option<Value>,
+    #[serde(default)]
     pub include: Option<Vec<String>>,
+    #[serde(default)]
     pub metadata: Option<BTreeMap<String, String>>,
+    #[serde(default)]
     pub background: Option<bool>,
+    #[serde(default)]
     pub truncation: Option<Truncation>,
+    #[serde(default)]
     pub text: Option<TextConfig>,
+    #[serde(default)]
     pub reasoning: Option<Value>,
+    #[serde(default)]
     pub user: Option<String>,
+    #[serde(default)]
     pub safety_identifier: Option<String>,
+    #[serde(default)]
     pub prompt_cache_key: Option<String>,
+    #[serde(default)]
     pub prompt_cache_retention: Option<String>,
+    #[serde(default)]
     pub service_tier: Option<String>,
+    #[serde(default)]
     pub prompt: Option<Value>,
+    #[serde(default)]
     pub frequency_penalty: Option<f64>,
+    #[serde(default)]
     pub presence_penalty: Option<f64>,
     /// Newer fields accepted and ignored (contract §1.3).
+    #[serde(default)]
     pub context_management: Option<Value>,
+    #[serde(default)]
     pub moderation: Option<Value>,
+    #[serde(default)]
     pub prompt_cache_options: Option<Value>,
+    #[serde(default)]
     pub background_options: Option<Value>,
+    #[serde(default)]
     pub access_programs: Option<Value>,
+    #[serde(default)]
     pub image: Option<Value>,
     #[serde(flatten)]
+    #[schema(ignore)]
     pub unknown: BTreeMap<String, Value>,
 }
 
 /// `stream_options` (contract §1.1).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct StreamOptions {
     pub include_obfuscation: Option<bool>,
 }
 
 /// `truncation` (contract §1.1): `auto` | `disabled`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Truncation {
     Auto,
@@ -69,7 +108,7 @@ pub enum Truncation {
 }
 
 /// `text` (contract §1.2): `{format?, verbosity?}`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TextConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub format: Option<TextFormat>,
@@ -78,7 +117,7 @@ pub struct TextConfig {
 }
 
 /// `text.verbosity`: `low` | `medium` | `high`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verbosity {
     Low,
@@ -87,7 +126,7 @@ pub enum Verbosity {
 }
 
 /// `text.format` (contract §1.2); `json_schema` is flat, not nested as in Chat Completions.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum TextFormat {
     Text,

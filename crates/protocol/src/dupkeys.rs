@@ -89,7 +89,8 @@ impl<'de> DeserializeSeed<'de> for At<'_> {
             let path = match &self.0 {
                 Step::Key(k) if path.is_empty() || path.starts_with('[') => format!("{k}{path}"),
                 Step::Key(k) => format!("{k}.{path}"),
-                Step::Index(i) => format!("[{i}]{path}"),
+                Step::Index(i) if path.is_empty() || path.starts_with('[') => format!("[{i}]{path}"),
+                Step::Index(i) => format!("[{i}].{path}"),
             };
             Found::error(&path, key)
         })
@@ -202,6 +203,7 @@ mod tests {
         let many: Vec<String> = (0..40).map(|i| format!("\"k{i}\":{i}")).collect();
         assert_eq!(dup(&format!("{{{},\"k39\":0}}", many.join(","))), Some((String::new(), "k39".into())));
         assert_eq!(dup("{not json"), None);
+        assert_eq!(dup(r#"{"t":[{"p":{"a":1,"a":2}}]}"#), Some(("t[0].p".into(), "a".into())));
         let d = find(br#"{"x":[{"y":1,"y":1}]}"#).unwrap();
         assert_eq!(d.field(), "x[0].y");
     }

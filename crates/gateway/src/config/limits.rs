@@ -31,17 +31,20 @@ pub struct LimitsConfig {
     /// Highest `max_output_tokens` a request may ask for (400 naming it). 0: no ceiling.
     pub max_output_tokens: u64,
     /// Memory shared by the request bodies being read and parsed at once, in bytes: a body
-    /// costs [`BODY_COST_FACTOR`] times its size (at most all of it) until its answer
-    /// starts. Default 512 MiB (fits a 2 GiB machine). 0: no budget.
+    /// of 64 KiB or more costs [`BODY_COST_FACTOR`] times its size (at most all of it)
+    /// until its answer starts. Default 768 MiB (four bodies of 32 MiB; fits a 2 GiB
+    /// machine). 0: no budget.
     pub body_memory_bytes: u64,
     /// Longest wait for room in that budget, milliseconds; then 503 with `Retry-After`.
     /// Default 2000.
     pub body_memory_wait_ms: u64,
 }
 
-/// What a request body costs the body budget, as a multiple of its size: its bytes, their
-/// parsed form and the turn built from them (measured: `bench/memory.sh`).
-pub const BODY_COST_FACTOR: u64 = 3;
+/// What a request body costs the body budget, as a multiple of its size: the most memory a
+/// large body took at once, measured (`bench/memory.py`): about 4 times its size without
+/// storing, 6 when SQLite stores it (the input and the transcript both hold it, and SQLite
+/// copies each value it writes, twice).
+pub const BODY_COST_FACTOR: u64 = 6;
 
 impl LimitsConfig {
     /// Checks value ranges.
@@ -65,7 +68,7 @@ impl Default for LimitsConfig {
             max_input_items: 10_000,
             max_tools: 512,
             max_output_tokens: 0,
-            body_memory_bytes: 512 << 20,
+            body_memory_bytes: 768 << 20,
             body_memory_wait_ms: 2_000,
         }
     }

@@ -5,7 +5,8 @@
 //! `limits.body_memory_wait_ms` before any byte is read; a body of undeclared size
 //! (chunked) takes room as it arrives and is refused at once when there is none. Refused:
 //! 503 `server_busy` with `Retry-After`, and the connection closed (its body is unread).
-//! Bodies under [`SMALL`] bytes are not counted.
+//! Bodies under [`SMALL`] bytes are not counted. After larger ones, freed memory is given
+//! back to the system (`crate::memory::Janitor`).
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -42,6 +43,8 @@ pub struct BodyBudget {
     /// The whole budget, in units.
     total: u32,
     wait: Duration,
+    /// Gives memory back to the system after large bodies (`crate::memory`).
+    janitor: crate::memory::Janitor,
 }
 
 impl BodyBudget {
@@ -50,7 +53,7 @@ impl BodyBudget {
         let total = u32::try_from(limits.body_memory_bytes / UNIT).unwrap_or(u32::MAX).min(u32::MAX >> 4);
         (total > 0).then(|| {
             let room = Arc::new(Semaphore::new(total as usize));
-            Arc::new(BodyBudget { room, total, wait: Duration::from_millis(limits.body_memory_wait_ms) })
+            Arc::new(BodyBudget { room, total, wait: Duration::from_millis(limits.body_memory_wait_ms), janitor: Default::default() })
         })
     }
 
@@ -121,6 +124,7 @@ where
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let budget = self.budget.clone();
+        budget.janitor.large_body();
         Either::Right(Box::pin(async move {
             let Some(n) = declared else {
                 let held = Arc::new(Mutex::new(None));

@@ -90,6 +90,8 @@ pub async fn create(
         let rx = state.background.follow_new(tenant.as_str(), &queued.id, stream_permit);
         return SseBody::new(rx, state.keepalive, None).into_response();
     }
+    // What the turn needs of the body is in `prepared`: it is not held while the turn runs.
+    drop(body);
     prepared.cancel = state.shutdown.child_token();
     if prepared.stream {
         return stream(state, prepared, permits);

@@ -121,7 +121,7 @@ async fn large_bodies_share_the_memory_budget() {
         c.limits.body_memory_wait_ms = 200;
     })
     .await;
-    // 400 KiB at 3 times its size is more than the whole budget: it takes all of it.
+    // 400 KiB at 6 times its size is more than the whole budget: it takes all of it.
     let big = format!("{{\"model\":\"m\",\"input\":\"{}\"}}", "x".repeat(400 << 10));
     let mut first = connect(&h).await;
     let head = format!("POST /v1/responses HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n", big.len());

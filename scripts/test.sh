@@ -54,6 +54,10 @@ RESPONSES_GATEWAY_STORE__BACKEND=postgres RESPONSES_GATEWAY_STORE__URL_ENV=RG_PY
   GATEWAY_BIN="$PWD/target/debug/responses-gateway" UPSTREAM_BIN="$PWD/target/debug/scripted-upstream" \
   bash tests/python/run.sh -k "test_store_sdk or test_tenants_sdk or test_background or test_approval_round_trip"
 
+echo "== Fault and fuzz suite: schemathesis against /openapi.json (about 3 minutes) =="
+GATEWAY_BIN="$PWD/target/debug/responses-gateway" UPSTREAM_BIN="$PWD/target/debug/scripted-upstream" \
+  bash tests/fuzz/run.sh
+
 echo "== Real clients: OpenAI Agents SDK and Codex CLI =="
 GATEWAY_BIN="$PWD/target/debug/responses-gateway" UPSTREAM_BIN="$PWD/target/debug/scripted-upstream" \
   bash tests/clients/run.sh

@@ -325,6 +325,18 @@ mod schemas {
         fn name() -> Cow<'static, str> {
             Cow::Borrowed("Input")
         }
+        fn schemas(out: &mut Vec<(String, RefOr<Schema>)>) {
+            InputItem::schemas(out);
+        }
+    }
+
+    /// Registers `T` and what it refers to.
+    fn register<T: ToSchema>(out: &mut Vec<(String, RefOr<Schema>)>) {
+        if out.iter().any(|(name, _)| *name == T::name()) {
+            return;
+        }
+        out.push((T::name().into_owned(), T::schema()));
+        T::schemas(out);
     }
 
     impl PartialSchema for MessageContent {
@@ -336,6 +348,9 @@ mod schemas {
         fn name() -> Cow<'static, str> {
             Cow::Borrowed("MessageContent")
         }
+        fn schemas(out: &mut Vec<(String, RefOr<Schema>)>) {
+            ContentPart::schemas(out);
+        }
     }
 
     impl PartialSchema for ToolOutputContent {
@@ -346,6 +361,9 @@ mod schemas {
     impl ToSchema for ToolOutputContent {
         fn name() -> Cow<'static, str> {
             Cow::Borrowed("ToolOutputContent")
+        }
+        fn schemas(out: &mut Vec<(String, RefOr<Schema>)>) {
+            ContentPart::schemas(out);
         }
     }
 
@@ -378,6 +396,20 @@ mod schemas {
     impl ToSchema for InputItem {
         fn name() -> Cow<'static, str> {
             Cow::Borrowed("InputItem")
+        }
+        /// The types the variants (inlined) refer to.
+        fn schemas(out: &mut Vec<(String, RefOr<Schema>)>) {
+            register::<Role>(out);
+            register::<MessageContent>(out);
+            register::<ToolOutputContent>(out);
+            register::<ContentPart>(out);
+            register::<Phase>(out);
+            InputMessage::schemas(out);
+            FunctionCall::schemas(out);
+            CustomToolCall::schemas(out);
+            ToolOutput::schemas(out);
+            WebSearchCallItem::schemas(out);
+            FileSearchCallItem::schemas(out);
         }
     }
 }

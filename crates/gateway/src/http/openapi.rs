@@ -26,12 +26,61 @@ use utoipa::{IntoParams, OpenApi, ToSchema};
         add_items, list_items, get_item, delete_item,
         list_models, get_model, healthz, readyz,
     ),
-    components(schemas(ErrorBody, ResponseObject, protocol::CreateResponse, Conversation, ConversationDeleted, ResponseDeleted, ItemList, Item, ModelList, Model, Health))
+    components(schemas(ErrorBody, ResponseObject, protocol::StreamEvent, protocol::CreateResponse, protocol::InputItem, protocol::input::Input,
+        protocol::MessageContent, protocol::input::ToolOutputContent,
+        Conversation, ConversationDeleted, ResponseDeleted, ItemList, Item, ModelList, Model, Health))
 )]
 pub struct ApiDoc;
 
-/// The document as JSON, made once.
-static DOCUMENT: LazyLock<String> = LazyLock::new(|| ApiDoc::openapi().to_json().unwrap_or_else(|_| "{}".to_string()));
+/// The document as JSON, made once ([`finish`]).
+static DOCUMENT: LazyLock<String> = LazyLock::new(|| {
+    let doc = serde_json::to_value(ApiDoc::openapi()).map(finish).unwrap_or_default();
+    serde_json::to_string(&doc).unwrap_or_else(|_| "{}".to_string())
+});
+
+/// What the derive cannot say: a `text/event-stream` answer is described event by event
+/// (`event`, and `data`: JSON of a `StreamEvent`, which schemathesis checks), and the
+/// links' field names are camel case as OpenAPI spells them (`operationId`).
+fn finish(mut doc: Value) -> Value {
+    let event = serde_json::json!({
+        "type": "object",
+        "required": ["data"],
+        "properties": {
+            "event": {"type": "string"},
+            "data": {"type": "string", "contentMediaType": "application/json", "contentSchema": {"$ref": "#/components/schemas/StreamEvent"}},
+        },
+    });
+    // Requests the gateway refuses whatever their fields: a continuation of both a response
+    // and a conversation, a background response not stored.
+    if let Some(create) = doc.pointer_mut("/components/schemas/CreateResponse").and_then(Value::as_object_mut) {
+        create.insert(
+            "not".into(),
+            serde_json::json!({"anyOf": [
+                {"required": ["previous_response_id", "conversation"]},
+                {"required": ["background", "store"], "properties": {"background": {"const": true}, "store": {"const": false}}},
+            ]}),
+        );
+    }
+    if let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) {
+        for op in paths.values_mut().filter_map(Value::as_object_mut).flat_map(|p| p.values_mut()) {
+            for resp in op.get_mut("responses").and_then(Value::as_object_mut).into_iter().flat_map(|r| r.values_mut()) {
+                if let Some(sse) = resp.pointer_mut("/content/text~1event-stream") {
+                    sse["schema"] = event.clone();
+                }
+                for link in resp.get_mut("links").and_then(Value::as_object_mut).into_iter().flat_map(|l| l.values_mut()) {
+                    if let Some(link) = link.as_object_mut() {
+                        for (from, to) in [("operation_id", "operationId"), ("operation_ref", "operationRef"), ("request_body", "requestBody")] {
+                            if let Some(v) = link.remove(from) {
+                                link.insert(to.to_string(), v);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    doc
+}
 
 /// `GET /openapi.json`.
 pub async fn document() -> Response {
@@ -141,7 +190,13 @@ pub struct RetrieveQuery {
 
 #[utoipa::path(post, path = "/v1/responses", request_body = protocol::CreateResponse,
     responses((status = 200, description = "The Response, or its events (`stream: true`)", content(
-        (ResponseObject = "application/json"), (String = "text/event-stream"))),
+        (ResponseObject = "application/json"), (String = "text/event-stream")),
+        links(
+            ("GetResponse" = (operation_id = "get_response", parameters(("id" = "$response.body#/id")))),
+            ("ListInputItems" = (operation_id = "list_input_items", parameters(("id" = "$response.body#/id")))),
+            ("CancelResponse" = (operation_id = "cancel_response", parameters(("id" = "$response.body#/id")))),
+            ("DeleteResponse" = (operation_id = "delete_response", parameters(("id" = "$response.body#/id")))),
+        )),
     (status = "default", description = "An error", body = ErrorBody)))]
 #[allow(dead_code)]
 fn create_response() {}
@@ -169,7 +224,14 @@ fn cancel_response() {}
 fn list_input_items() {}
 
 #[utoipa::path(post, path = "/v1/conversations", request_body = ConversationBody,
-    responses((status = 200, body = Conversation), (status = "default", description = "An error", body = ErrorBody)))]
+    responses((status = 200, body = Conversation, links(
+            ("GetConversation" = (operation_id = "get_conversation", parameters(("id" = "$response.body#/id")))),
+            ("UpdateConversation" = (operation_id = "update_conversation", parameters(("id" = "$response.body#/id")))),
+            ("AddItems" = (operation_id = "add_items", parameters(("id" = "$response.body#/id")))),
+            ("ListItems" = (operation_id = "list_items", parameters(("id" = "$response.body#/id")))),
+            ("DeleteConversation" = (operation_id = "delete_conversation", parameters(("id" = "$response.body#/id")))),
+        )),
+        (status = "default", description = "An error", body = ErrorBody)))]
 #[allow(dead_code)]
 fn create_conversation() {}
 
@@ -189,7 +251,11 @@ fn update_conversation() {}
 fn delete_conversation() {}
 
 #[utoipa::path(post, path = "/v1/conversations/{id}/items", params(("id" = String, Path)), request_body = ConversationBody,
-    responses((status = 200, body = ItemList), (status = "default", description = "An error", body = ErrorBody)))]
+    responses((status = 200, body = ItemList, links(
+            ("GetItem" = (operation_id = "get_item", parameters(("id" = "$request.path.id"), ("item_id" = "$response.body#/data/0/id")))),
+            ("DeleteItem" = (operation_id = "delete_item", parameters(("id" = "$request.path.id"), ("item_id" = "$response.body#/data/0/id")))),
+        )),
+        (status = "default", description = "An error", body = ErrorBody)))]
 #[allow(dead_code)]
 fn add_items() {}
 
@@ -242,6 +308,11 @@ mod tests {
         for name in ["Response", "CreateResponse", "OutputItem", "ErrorBody", "ApiError", "InputItem"] {
             assert!(schemas[name].is_object(), "{name}: {}", serde_json::to_string_pretty(schemas).unwrap());
         }
+        let sse = &doc["paths"]["/v1/responses"]["post"]["responses"]["200"]["content"]["text/event-stream"]["schema"];
+        assert_eq!(sse["properties"]["data"]["contentSchema"]["$ref"], "#/components/schemas/StreamEvent");
+        assert!(schemas["StreamEvent"].is_object());
+        let link = &doc["paths"]["/v1/responses"]["post"]["responses"]["200"]["links"]["GetResponse"];
+        assert_eq!(link["operationId"], "get_response", "{link}");
         let required = schemas["ApiError"]["required"].as_array().unwrap();
         for field in ["message", "type", "param", "code"] {
             assert!(required.iter().any(|r| r == field), "{field}");

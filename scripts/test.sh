@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: Rust unit/integration/fuzz tests (the store suites on SQLite and on
 # PostgreSQL), clippy with the workspace lints, the Python end-to-end tests with the official openai SDK (SQLite, then the
-# store tests again on PostgreSQL), real clients (the OpenAI Agents SDK and Codex CLI,
+# store tests again on PostgreSQL), the fault and fuzz suite (schemathesis against the
+# gateway's /openapi.json, tests/fuzz), real clients (the OpenAI Agents SDK and Codex CLI,
 # tests/clients), the playground's browser tests (Debian's Chromium driven by
 # playwright-core, tests/browser), then (serially, last) the real-model smoke test and the
 # quickstart's --check.

@@ -169,7 +169,7 @@ async fn an_upstream_refusal_of_a_large_body_is_classified_the_same_way_every_ti
         let mut accepted = 0u32;
         while let Ok((mut sock, _)) = listener.accept().await {
             accepted += 1;
-            let answers = accepted % 3 == 0;
+            let answers = accepted.is_multiple_of(3);
             tokio::spawn(async move {
                 let mut buf = vec![0u8; 4096];
                 let mut got = Vec::new();

@@ -37,7 +37,8 @@ def edge(upstream_server: harness.Upstream, tmp_path_factory: pytest.TempPathFac
 
 
 class Conn:
-    """One `http.client` connection; counts the times it had to be opened again."""
+    """One `http.client` connection; notes the local port of each socket it used (a new
+    port is a new connection)."""
 
     def __init__(self, port: int):
         self.c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
@@ -49,11 +50,11 @@ class Conn:
         if body is not None:
             h["Content-Type"] = content_type
         self.c.request(method, path, body=body, headers=h)
-        sock = self.c.sock
+        port = self.c.sock.getsockname()[1] if self.c.sock is not None else None
+        if port is not None and (not self.sockets or self.sockets[-1] != port):
+            self.sockets.append(port)
         r = self.c.getresponse()
         data = r.read()
-        if sock is not None and (not self.sockets or self.sockets[-1] != id(sock)):
-            self.sockets.append(id(sock))
         return r.status, {k.lower(): v for k, v in r.getheaders()}, data
 
     def close(self) -> None:

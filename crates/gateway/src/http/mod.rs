@@ -283,12 +283,12 @@ pub fn router(state: Arc<AppState>, server: &crate::config::ServerConfig) -> Rou
         Some(m) if !state.metrics_elsewhere => app.route("/metrics", get(metrics::scrape).with_state(m.clone())),
         _ => app,
     };
-    // The per-key rate, inside the key check (it counts by the key the check found).
     // Large bodies wait for room in the memory budget once they may be read (keys, rate).
     let app = match state.body_budget.clone() {
         Some(budget) => app.layer(body_budget::BodyBudgetLayer(budget)),
         None => app,
     };
+    // The per-key rate, inside the key check (it counts by the key the check found).
     let app = if state.admission.is_off() {
         app
     } else {

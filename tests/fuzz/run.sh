@@ -73,7 +73,8 @@ TOML
 seed="${FUZZ_SEED:-$RANDOM$RANDOM}"
 echo "fuzz: schemathesis against http://127.0.0.1:$GW_PORT/openapi.json for at most ${FUZZ_MAX_TIME:-150} s (seed $seed)"
 set +e
-"$VENV/bin/schemathesis" --config-file "$OUT/schemathesis.toml" run "http://127.0.0.1:$GW_PORT/openapi.json" \
+# From target/fuzz: schemathesis keeps a cache directory where it runs.
+(cd "$OUT" && "$VENV/bin/schemathesis" --config-file "$OUT/schemathesis.toml" run "http://127.0.0.1:$GW_PORT/openapi.json" \
   --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
   --phases examples,coverage,fuzzing,stateful \
   --mode all \
@@ -85,7 +86,7 @@ set +e
   --suppress-health-check all \
   --no-color \
   --report junit --report-junit-path "$OUT/junit.xml" \
-  "$@" 2>&1 | tee "$OUT/schemathesis.log"
+  "$@") 2>&1 | tee "$OUT/schemathesis.log"
 rc=${PIPESTATUS[0]}
 set -e
 # What the gateway answered, by route and status (its request log lines).

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: Rust unit/integration/fuzz tests (the store suites on SQLite and on
 # PostgreSQL), clippy with the workspace lints, the Python end-to-end tests with the official openai SDK (SQLite, then the
-# store tests again on PostgreSQL), real clients (the OpenAI Agents SDK and Codex CLI,
+# store tests again on PostgreSQL), the fault and fuzz suite (schemathesis against the
+# gateway's /openapi.json, tests/fuzz), real clients (the OpenAI Agents SDK and Codex CLI,
 # tests/clients), the playground's browser tests (Debian's Chromium driven by
 # playwright-core, tests/browser), then (serially, last) the real-model smoke test and the
 # quickstart's --check.
@@ -53,6 +54,10 @@ RESPONSES_GATEWAY_STORE__BACKEND=postgres RESPONSES_GATEWAY_STORE__URL_ENV=RG_PY
   RG_PY_STORE_URL="${pg_admin%/*}/$pg_db" \
   GATEWAY_BIN="$PWD/target/debug/responses-gateway" UPSTREAM_BIN="$PWD/target/debug/scripted-upstream" \
   bash tests/python/run.sh -k "test_store_sdk or test_tenants_sdk or test_background or test_approval_round_trip"
+
+echo "== Fault and fuzz suite: schemathesis against /openapi.json (about 3 minutes) =="
+GATEWAY_BIN="$PWD/target/debug/responses-gateway" UPSTREAM_BIN="$PWD/target/debug/scripted-upstream" \
+  bash tests/fuzz/run.sh
 
 echo "== Real clients: OpenAI Agents SDK and Codex CLI =="
 GATEWAY_BIN="$PWD/target/debug/responses-gateway" UPSTREAM_BIN="$PWD/target/debug/scripted-upstream" \

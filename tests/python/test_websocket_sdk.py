@@ -154,10 +154,13 @@ def test_two_responses_at_once_on_one_connection(client, upstream):
     upstream.push({"text": ["a1", "a2", "a3", "a4"], "token_delay_ms": 150}, {"text": ["b1", "b2"]})
     with client.responses.connect() as conn:
         conn.response.create(model=MODEL, input="first", stream_id="a")
-        first = conn.recv_bytes()
-        assert json.loads(first)["stream_id"] == "a"
+        # Until lane a streams (its upstream request has taken the first script).
+        early: list[dict[str, Any]] = []
+        while not early or early[-1]["type"] != "response.output_text.delta":
+            early.append(json.loads(conn.recv_bytes()))
+            assert early[-1]["stream_id"] == "a"
         conn.response.create(model=MODEL, input="second", stream_id="b")
-        by_lane: dict[str, list[dict[str, Any]]] = {"a": [json.loads(first)], "b": []}
+        by_lane: dict[str, list[dict[str, Any]]] = {"a": early, "b": []}
         done: set[str] = set()
         order = []
         while done != {"a", "b"}:

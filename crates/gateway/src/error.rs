@@ -106,3 +106,68 @@ pub fn with_causes(e: &dyn std::error::Error) -> String {
     }
     msg
 }
+
+/// The most digits a number keeps in an error message; longer ones are written in
+/// scientific notation (`1e300`, not three hundred digits).
+const MAX_DIGITS: usize = 16;
+
+/// A number for an error message: as written when short, else in scientific notation.
+pub fn short_number(n: f64) -> String {
+    let plain = n.to_string();
+    if plain.chars().filter(char::is_ascii_digit).count() <= MAX_DIGITS {
+        plain
+    } else {
+        format!("{n:e}")
+    }
+}
+
+/// `message` with every run of more than [`MAX_DIGITS`] digits (a number as serde prints
+/// it, e.g. `1e300` as 301 digits) shortened to scientific notation.
+pub fn short_numbers(message: &str) -> String {
+    let bytes = message.as_bytes();
+    let mut out = String::with_capacity(message.len().min(512));
+    let mut i = 0;
+    while i < bytes.len() {
+        // A number: digits, then optionally `.` and digits.
+        let start = i;
+        let mut end = i;
+        while end < bytes.len() && bytes[end].is_ascii_digit() {
+            end += 1;
+        }
+        if end > start && end + 1 < bytes.len() && bytes[end] == b'.' && bytes[end + 1].is_ascii_digit() {
+            end += 1;
+            while end < bytes.len() && bytes[end].is_ascii_digit() {
+                end += 1;
+            }
+        }
+        if end == start {
+            let ch = message[i..].chars().next().unwrap_or(' ');
+            out.push(ch);
+            i += ch.len_utf8();
+            continue;
+        }
+        let number = &message[start..end];
+        let digits = number.bytes().filter(u8::is_ascii_digit).count();
+        match number.parse::<f64>() {
+            Ok(n) if digits > MAX_DIGITS => out.push_str(&format!("{n:e}")),
+            _ => out.push_str(number),
+        }
+        i = end;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_numbers_are_shortened() {
+        let long = format!("floating point `{}.0`, expected u64", "1".to_string() + &"0".repeat(300));
+        assert_eq!(short_numbers(&long), "floating point `1e300`, expected u64");
+        assert_eq!(short_numbers("at 12 and 3.25 in 'é'"), "at 12 and 3.25 in 'é'");
+        assert_eq!(short_number(1e300), "1e300");
+        assert_eq!(short_number(2.5), "2.5");
+        assert_eq!(short_number(-0.000000000000000001234), "-1.234e-18");
+    }
+}

@@ -10,6 +10,7 @@ pub mod error;
 pub mod events;
 pub mod executors;
 pub mod http;
+pub mod memory;
 pub mod service;
 pub mod store;
 pub mod telemetry;
@@ -36,6 +37,7 @@ pub async fn serve_on(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     crypto::install();
+    memory::tune();
     let state = Arc::new(http::AppState::from_config(config).await?);
     let addr = listener.local_addr()?;
     if state.keys.is_empty() && !addr.ip().is_loopback() {

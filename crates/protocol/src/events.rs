@@ -8,7 +8,7 @@ use crate::output::{Annotation, OutputContent, OutputItem};
 use crate::response::Response;
 
 /// One SSE event: `{"type": …, …payload, "sequence_number": n}` (contract §8.1).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct StreamEvent {
     #[serde(flatten)]
     pub kind: EventKind,
@@ -16,17 +16,19 @@ pub struct StreamEvent {
 }
 
 /// The nested error object of an `error` event (contract §8.2, §12.1).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ErrorEventDetail {
     #[serde(rename = "type")]
     pub kind: String,
+    #[schema(required = true)]
     pub code: Option<String>,
     pub message: String,
+    #[schema(required = true)]
     pub param: Option<String>,
 }
 
 /// Event payloads by `type` (contract §8.2).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "type")]
 pub enum EventKind {
     #[serde(rename = "response.created")]
@@ -171,8 +173,10 @@ pub enum EventKind {
     /// `error`: flat SPEC fields plus the nested object the live API sends (contract §8.3 #7).
     #[serde(rename = "error")]
     Error {
+        #[schema(required = true)]
         code: Option<String>,
         message: String,
+        #[schema(required = true)]
         param: Option<String>,
         error: ErrorEventDetail,
     },

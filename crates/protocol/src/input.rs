@@ -44,7 +44,7 @@ impl<'de> Deserialize<'de> for Input {
 }
 
 /// Message roles on input (contract §4.1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     User,
@@ -112,7 +112,7 @@ impl<'de> Deserialize<'de> for InputItem {
 }
 
 /// A message on input: Easy, Input or Output (assistant replay) shape (contract §4.1).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, utoipa::ToSchema)]
 pub struct InputMessage {
     pub role: Role,
     pub content: MessageContent,
@@ -155,7 +155,7 @@ impl<'de> Deserialize<'de> for MessageContent {
 }
 
 /// A content part (contract §4.1). `text` is accepted as a lenient alias of `input_text`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentPart {
     #[serde(alias = "text")]
@@ -187,7 +187,7 @@ pub enum ContentPart {
 }
 
 /// `function_call` on input (contract §4.2).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, utoipa::ToSchema)]
 pub struct FunctionCall {
     pub call_id: String,
     pub name: String,
@@ -201,7 +201,7 @@ pub struct FunctionCall {
 }
 
 /// `custom_tool_call` on input (contract §4.2).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, utoipa::ToSchema)]
 pub struct CustomToolCall {
     pub call_id: String,
     pub name: String,
@@ -216,7 +216,7 @@ pub struct CustomToolCall {
 
 /// `function_call_output` / `custom_tool_call_output` on input (contract §4.2).
 /// `call_id` is optional on the wire (SDK 3.57) but the gateway requires it.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, utoipa::ToSchema)]
 pub struct ToolOutput {
     #[serde(default)]
     pub call_id: Option<String>,
@@ -263,7 +263,7 @@ impl<'de> Deserialize<'de> for ToolOutputContent {
 
 /// A replayed `web_search_call` (contract §4.2): `id`, `status`, and `action` with `query`
 /// / `queries` and optional `sources` (the results themselves are not on the wire).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, utoipa::ToSchema)]
 pub struct WebSearchCallItem {
     pub id: String,
     #[serde(default)]
@@ -274,7 +274,7 @@ pub struct WebSearchCallItem {
 
 /// A replayed `file_search_call` (contract §4.2): `id`, `queries`, `status`, and `results`
 /// when the earlier response `include`d `file_search_call.results` (else null or absent).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, utoipa::ToSchema)]
 pub struct FileSearchCallItem {
     pub id: String,
     #[serde(default)]
@@ -283,4 +283,133 @@ pub struct FileSearchCallItem {
     pub queries: Vec<String>,
     #[serde(default)]
     pub results: Option<Vec<Value>>,
+}
+
+/// The OpenAPI schemas of the types read by hand above (issue 28, `/openapi.json`): what
+/// their `Deserialize` accepts.
+mod schemas {
+    use std::borrow::Cow;
+
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type};
+    use utoipa::openapi::RefOr;
+    use utoipa::{PartialSchema, ToSchema};
+
+    use super::*;
+
+    fn string() -> ObjectBuilder {
+        ObjectBuilder::new().schema_type(SchemaType::new(Type::String))
+    }
+
+    /// A string, or a list of `part`s.
+    fn text_or_list(part: RefOr<Schema>) -> RefOr<Schema> {
+        OneOfBuilder::new().item(string()).item(ArrayBuilder::new().items(part)).into()
+    }
+
+    /// `schema` (an object) with a `type` property of the one value `kind`.
+    fn typed(kind: &str, schema: RefOr<Schema>, required: bool) -> RefOr<Schema> {
+        let RefOr::T(Schema::Object(mut object)) = schema else { return schema };
+        let tag = string().enum_values(Some([kind])).build();
+        object.properties.insert("type".to_string(), tag.into());
+        if required {
+            object.required.push("type".to_string());
+        }
+        RefOr::T(Schema::Object(object))
+    }
+
+    impl PartialSchema for Input {
+        fn schema() -> RefOr<Schema> {
+            text_or_list(InputItem::schema())
+        }
+    }
+    impl ToSchema for Input {
+        fn name() -> Cow<'static, str> {
+            Cow::Borrowed("Input")
+        }
+        fn schemas(out: &mut Vec<(String, RefOr<Schema>)>) {
+            InputItem::schemas(out);
+        }
+    }
+
+    /// Registers `T` and what it refers to.
+    fn register<T: ToSchema>(out: &mut Vec<(String, RefOr<Schema>)>) {
+        if out.iter().any(|(name, _)| *name == T::name()) {
+            return;
+        }
+        out.push((T::name().into_owned(), T::schema()));
+        T::schemas(out);
+    }
+
+    impl PartialSchema for MessageContent {
+        fn schema() -> RefOr<Schema> {
+            text_or_list(ContentPart::schema())
+        }
+    }
+    impl ToSchema for MessageContent {
+        fn name() -> Cow<'static, str> {
+            Cow::Borrowed("MessageContent")
+        }
+        fn schemas(out: &mut Vec<(String, RefOr<Schema>)>) {
+            ContentPart::schemas(out);
+        }
+    }
+
+    impl PartialSchema for ToolOutputContent {
+        fn schema() -> RefOr<Schema> {
+            text_or_list(ContentPart::schema())
+        }
+    }
+    impl ToSchema for ToolOutputContent {
+        fn name() -> Cow<'static, str> {
+            Cow::Borrowed("ToolOutputContent")
+        }
+        fn schemas(out: &mut Vec<(String, RefOr<Schema>)>) {
+            ContentPart::schemas(out);
+        }
+    }
+
+    impl PartialSchema for InputItem {
+        /// One of the item types read by `type` (a message may leave it out); other types
+        /// are kept for the tools that read them (`reasoning`, `mcp_*`, …).
+        fn schema() -> RefOr<Schema> {
+            let id = ObjectBuilder::new().property("id", string()).required("id");
+            let reasoning = ObjectBuilder::new()
+                .property("id", string())
+                .property("summary", ArrayBuilder::new().items(ObjectBuilder::new()))
+                .required("summary");
+            let other = ObjectBuilder::new()
+                .property("type", string().enum_values(Some(["mcp_list_tools", "mcp_call", "mcp_approval_request", "mcp_approval_response"])))
+                .required("type");
+            OneOfBuilder::new()
+                .item(typed("message", InputMessage::schema(), false))
+                .item(typed("function_call", FunctionCall::schema(), true))
+                .item(typed("function_call_output", ToolOutput::schema(), true))
+                .item(typed("custom_tool_call", CustomToolCall::schema(), true))
+                .item(typed("custom_tool_call_output", ToolOutput::schema(), true))
+                .item(typed("web_search_call", WebSearchCallItem::schema(), true))
+                .item(typed("file_search_call", FileSearchCallItem::schema(), true))
+                .item(typed("reasoning", reasoning.build().into(), true))
+                .item(typed("item_reference", id.build().into(), true))
+                .item(other)
+                .into()
+        }
+    }
+    impl ToSchema for InputItem {
+        fn name() -> Cow<'static, str> {
+            Cow::Borrowed("InputItem")
+        }
+        /// The types the variants (inlined) refer to.
+        fn schemas(out: &mut Vec<(String, RefOr<Schema>)>) {
+            register::<Role>(out);
+            register::<MessageContent>(out);
+            register::<ToolOutputContent>(out);
+            register::<ContentPart>(out);
+            register::<Phase>(out);
+            InputMessage::schemas(out);
+            FunctionCall::schemas(out);
+            CustomToolCall::schemas(out);
+            ToolOutput::schemas(out);
+            WebSearchCallItem::schemas(out);
+            FileSearchCallItem::schemas(out);
+        }
+    }
 }

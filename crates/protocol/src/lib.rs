@@ -5,6 +5,7 @@
 //! (cited per item as "contract §N").
 
 pub mod chat;
+pub mod dupkeys;
 pub mod error;
 pub mod events;
 pub mod input;

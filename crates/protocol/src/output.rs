@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// `message.phase` (contract §5): `commentary` (text before tool calls) or `final_answer`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
     Commentary,
@@ -12,7 +12,7 @@ pub enum Phase {
 }
 
 /// Item status (`in_progress` | `completed` | `incomplete` | `searching` | `failed`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ItemStatus {
     InProgress,
@@ -23,7 +23,7 @@ pub enum ItemStatus {
 }
 
 /// One output item (contract §5), serialized with its `type` tag.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum OutputItem {
     /// `message` (`msg_…`): `phase` is left out while unknown (on `output_item.added`).
@@ -77,6 +77,7 @@ pub enum OutputItem {
         id: String,
         status: ItemStatus,
         queries: Vec<String>,
+        #[schema(required = true)]
         results: Option<Vec<FileSearchResult>>,
     },
     /// `function_call_output` (`fco_…`).
@@ -93,6 +94,7 @@ pub enum OutputItem {
         id: String,
         server_label: String,
         tools: Vec<McpToolInfo>,
+        #[schema(required = true)]
         error: Option<String>,
     },
     /// `mcp_call` (`mcp_…`): a call the gateway made on an MCP server (contract §5, §8.4 f);
@@ -105,9 +107,12 @@ pub enum OutputItem {
         server_label: String,
         name: String,
         arguments: String,
+        #[schema(required = true)]
         output: Option<String>,
+        #[schema(required = true)]
         error: Option<Value>,
         status: ItemStatus,
+        #[schema(required = true)]
         approval_request_id: Option<String>,
     },
     /// `mcp_approval_request` (`mcpr_…`): a call that waits for the client's
@@ -136,7 +141,7 @@ pub enum OutputItem {
 
 /// One tool of an `mcp_list_tools` item (contract §5): `input_schema` is the tool's JSON
 /// Schema, `annotations` the server's hints (e.g. `readOnlyHint`) as it sent them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct McpToolInfo {
     pub name: String,
     pub input_schema: Value,
@@ -147,7 +152,7 @@ pub struct McpToolInfo {
 }
 
 /// One `reasoning.summary` part (contract §5): `{type:"summary_text", text}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ReasoningSummary {
     SummaryText { text: String },
@@ -174,7 +179,7 @@ impl OutputItem {
 
 /// A content part on output (contract §5): `output_text` or `refusal` in a message,
 /// `reasoning_text` in a reasoning item.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum OutputContent {
     OutputText {
@@ -192,7 +197,7 @@ pub enum OutputContent {
 
 /// An annotation on `output_text` (contract §6). Offsets are Unicode code points,
 /// `end_index` exclusive.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Annotation {
     UrlCitation {
@@ -210,7 +215,7 @@ pub enum Annotation {
 
 /// One retrieved chunk on a `file_search_call` (contract §5): `score` in 0..1,
 /// `attributes` the file's string/number/boolean attributes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct FileSearchResult {
     pub file_id: String,
     pub filename: String,
@@ -222,7 +227,7 @@ pub struct FileSearchResult {
 
 /// `web_search_call.action` of type `search` (contract §5): `sources` only when the request
 /// `include`s `web_search_call.action.sources`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct WebSearchAction {
     /// Always `"search"`.
     #[serde(rename = "type")]
@@ -234,7 +239,7 @@ pub struct WebSearchAction {
 }
 
 /// One source of a search action: `{type:"url", url}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct UrlSource {
     /// Always `"url"`.
     #[serde(rename = "type")]

@@ -126,6 +126,11 @@ impl ScriptedUpstream {
         self.shared.set_default(script);
     }
 
+    /// Streamed answers whose client left before their end (`GET /_control/stats`).
+    pub fn cut_streams(&self) -> usize {
+        self.shared.cut.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// Turns recording of requests on (the default) or off (long benchmark runs).
     pub fn set_recording(&self, on: bool) {
         self.shared.set_recording(on);

@@ -40,6 +40,8 @@ pub(crate) struct PacedEvents {
     paused: bool,
     /// An event was just returned; yield once before the next one.
     flush_pending: bool,
+    /// Counted when the body is dropped before its end (the client left).
+    cut: Option<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
 }
 
 impl PacedEvents {
@@ -73,7 +75,14 @@ impl PacedEvents {
             sleeping: false,
             paused: false,
             flush_pending: false,
+            cut: None,
         }
+    }
+
+    /// The same body, counting into `cut` when it is dropped before its end.
+    pub(crate) fn counting_cuts(mut self, cut: std::sync::Arc<std::sync::atomic::AtomicUsize>) -> Self {
+        self.cut = Some(cut);
+        self
     }
 
     /// The pause due before the next event.
@@ -89,6 +98,16 @@ impl PacedEvents {
             }
         }
         wait
+    }
+}
+
+impl Drop for PacedEvents {
+    fn drop(&mut self) {
+        if let Some(cut) = &self.cut {
+            if self.events.len() > 0 {
+                cut.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
     }
 }
 

@@ -24,6 +24,8 @@ const BODY_LIMIT: usize = 64 * 1024 * 1024;
 /// script or a record in or out, never while answering.
 pub(crate) struct Shared {
     inner: Mutex<Inner>,
+    /// Streamed answers whose client left before their end.
+    pub(crate) cut: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 struct Inner {
@@ -42,6 +44,7 @@ impl Shared {
                 default: Arc::new(default),
                 recording: true,
             }),
+            cut: Arc::default(),
         }
     }
 
@@ -100,6 +103,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/_control/scripts", post(push_scripts))
         .route("/_control/requests", get(recorded_requests))
         .route("/_control/reset", post(reset))
+        .route("/_control/stats", get(stats))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(shared)
 }
@@ -146,7 +150,7 @@ async fn chat_completions(
         return scripted_error(status, script.error_body.as_deref());
     }
     if stream {
-        stream_answer(&script, &info)
+        stream_answer(&script, &info, &shared.cut)
     } else {
         complete_answer(&script, &info).await
     }
@@ -169,7 +173,7 @@ async fn responses(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: 
         return error_response(StatusCode::BAD_REQUEST, "invalid_request_error", "scripted-upstream answers /v1/responses with stream: true only");
     }
     let events = crate::responses::stream_events(&script, &model);
-    sse_response(events, &script)
+    sse_response(events, &script, &shared.cut)
 }
 
 fn scripted_error(status: u16, body: Option<&str>) -> Response {
@@ -195,9 +199,9 @@ fn scripted_error(status: u16, body: Option<&str>) -> Response {
 }
 
 /// Pre-rendered events as an SSE answer, paced and broken as the script says.
-fn sse_response(events: Vec<Bytes>, script: &Script) -> Response {
+fn sse_response(events: Vec<Bytes>, script: &Script, cut: &Arc<std::sync::atomic::AtomicUsize>) -> Response {
     let delay = Duration::from_millis(script.token_delay_ms);
-    let body = Body::from_stream(PacedEvents::new(events, delay, script.fault));
+    let body = Body::from_stream(PacedEvents::new(events, delay, script.fault).counting_cuts(cut.clone()));
     let mut response = Response::new(body);
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
@@ -209,12 +213,12 @@ fn render_failed(e: serde_json::Error) -> Response {
     error_response(StatusCode::INTERNAL_SERVER_ERROR, "server_error", &format!("render: {e}"))
 }
 
-fn stream_answer(script: &Script, info: &RequestInfo) -> Response {
+fn stream_answer(script: &Script, info: &RequestInfo, cut: &Arc<std::sync::atomic::AtomicUsize>) -> Response {
     let events = match render::stream_events(script, info) {
         Ok(events) => events,
         Err(e) => return render_failed(e),
     };
-    sse_response(events, script)
+    sse_response(events, script, cut)
 }
 
 async fn complete_answer(script: &Script, info: &RequestInfo) -> Response {
@@ -274,6 +278,11 @@ async fn push_scripts(State(shared): State<Arc<Shared>>, body: Bytes) -> Respons
 
 async fn recorded_requests(State(shared): State<Arc<Shared>>) -> Json<Vec<RecordedRequest>> {
     Json(shared.requests())
+}
+
+/// `{cut_streams}`: streamed answers whose client left before their end.
+async fn stats(State(shared): State<Arc<Shared>>) -> Json<Value> {
+    Json(json!({"cut_streams": shared.cut.load(std::sync::atomic::Ordering::SeqCst)}))
 }
 
 async fn reset(State(shared): State<Arc<Shared>>) -> Json<Value> {

@@ -36,7 +36,21 @@ pub struct LimitsConfig {
     /// `max_output_tokens` when that is set. A small model server with one slot wants it: an
     /// uncapped run-on answer holds the slot until the context is full.
     pub default_max_output_tokens: u64,
+    /// Memory shared by the request bodies being read and parsed at once, in bytes: a body
+    /// of 64 KiB or more costs [`BODY_COST_FACTOR`] times its size (at most all of it)
+    /// until its answer starts. Default 768 MiB (four bodies of 32 MiB; fits a 2 GiB
+    /// machine). 0: no budget.
+    pub body_memory_bytes: u64,
+    /// Longest wait for room in that budget, milliseconds; then 503 with `Retry-After`.
+    /// Default 2000.
+    pub body_memory_wait_ms: u64,
 }
+
+/// What a request body costs the body budget, as a multiple of its size: the most memory a
+/// large body took at once, measured (`bench/memory.py`): about 4 times its size without
+/// storing, 6 when SQLite stores it (the input and the transcript both hold it, and SQLite
+/// copies each value it writes, twice).
+pub const BODY_COST_FACTOR: u64 = 6;
 
 impl Default for LimitsConfig {
     fn default() -> Self {
@@ -51,13 +65,19 @@ impl Default for LimitsConfig {
             max_tools: 512,
             max_output_tokens: 0,
             default_max_output_tokens: 0,
+            body_memory_bytes: 768 << 20,
+            body_memory_wait_ms: 2_000,
         }
     }
 }
 
 impl LimitsConfig {
-    /// Checks `default_max_output_tokens` against the API's minimum (16) and the ceiling.
+    /// Checks value ranges: `body_memory_bytes` (0 or at least 1 MiB), and
+    /// `default_max_output_tokens` against the API's minimum (16) and the ceiling.
     pub fn validate(&self) -> anyhow::Result<()> {
+        if self.body_memory_bytes != 0 && self.body_memory_bytes < 1 << 20 {
+            anyhow::bail!("limits.body_memory_bytes must be 0 (no budget) or at least 1 MiB (1048576)");
+        }
         let d = self.default_max_output_tokens;
         if d != 0 && d < 16 {
             anyhow::bail!("limits.default_max_output_tokens must be 0 (no cap) or at least 16 (the API's minimum), not {d}");

@@ -178,6 +178,17 @@ pub struct ServerConfig {
     /// connection is then closed), or for the next piece of its body (408, and the
     /// connection freed), in milliseconds. Default 30000.
     pub request_read_timeout_ms: u64,
+    /// Longest time for a whole request body, from its head, in milliseconds: past it the
+    /// answer is 408 and the connection is closed. Default 60000.
+    pub request_body_timeout_ms: u64,
+    /// Browser origins (`scheme://host[:port]`) allowed to call the API besides the page's
+    /// own (the playground): their CORS preflights are answered. A request with any other
+    /// `Origin` is a 403. Default none.
+    pub cors_origins: Vec<String>,
+    /// Host names (with or without `:port`) the gateway answers to besides loopback ones on
+    /// a loopback listener; on any other listener, when set, the only ones (403 otherwise).
+    /// Guards against DNS rebinding. Default none.
+    pub allowed_hosts: Vec<String>,
     /// Serve the browser playground at `/` and `/playground` (default true; false: 404).
     pub playground: bool,
     /// On SIGTERM/Ctrl-C, how long running turns may go on, in milliseconds; then they end
@@ -237,6 +248,9 @@ impl Default for ServerConfig {
             keepalive_interval_ms: 15_000,
             max_body_bytes: 32 * 1024 * 1024,
             request_read_timeout_ms: 30_000,
+            request_body_timeout_ms: 60_000,
+            cors_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
             playground: true,
             shutdown_grace_ms: 30_000,
         }
@@ -334,11 +348,26 @@ impl Config {
                 );
             }
         }
-        if self.server.keepalive_interval_ms == 0 || self.upstream.idle_timeout_ms == 0 || self.server.request_read_timeout_ms == 0 {
-            anyhow::bail!("server.keepalive_interval_ms, server.request_read_timeout_ms and upstream.idle_timeout_ms must be > 0");
+        if self.server.keepalive_interval_ms == 0
+            || self.upstream.idle_timeout_ms == 0
+            || self.server.request_read_timeout_ms == 0
+            || self.server.request_body_timeout_ms == 0
+        {
+            anyhow::bail!("server.keepalive_interval_ms, server.request_read_timeout_ms, server.request_body_timeout_ms and upstream.idle_timeout_ms must be > 0");
         }
-        self.store.validate()?;
+        for origin in &self.server.cors_origins {
+            let ok = reqwest::Url::parse(origin).is_ok_and(|u| {
+                matches!(u.scheme(), "http" | "https") && u.host().is_some() && u.path() == "/" && u.query().is_none() && u.username().is_empty()
+            });
+            if !ok || origin.trim_end_matches('/').matches('/').count() != 2 {
+                anyhow::bail!("server.cors_origins: '{origin}' is not an origin (scheme://host[:port], e.g. https://app.example)");
+            }
+        }
+        if let Some(h) = self.server.allowed_hosts.iter().find(|h| h.is_empty() || h.contains(['/', '@', ' ', '*'])) {
+            anyhow::bail!("server.allowed_hosts: '{h}' is not a host name (name or name:port)");
+        }
         self.limits.validate()?;
+        self.store.validate()?;
         if self.metrics.listen.is_some_and(|l| l == self.server.listen) {
             anyhow::bail!("metrics.listen must differ from server.listen (leave it unset to serve /metrics there)");
         }

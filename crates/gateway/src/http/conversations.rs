@@ -61,9 +61,7 @@ fn check_items(given: Vec<Value>) -> Result<Vec<Value>, GatewayError> {
     }
     let mut out: Vec<Value> = Vec::with_capacity(given.len());
     for (i, item) in given.into_iter().enumerate() {
-        if let Err(e) = InputItem::from_value(item.clone()) {
-            return Err(GatewayError::bad_request(Some(format!("items[{i}]")), format!("Invalid item: {e}")).with_code("invalid_value"));
-        }
+        check_item(&item, i)?;
         let resource = items::to_resource(item);
         let id = resource.get("id").and_then(Value::as_str).unwrap_or_default();
         if out.iter().any(|o| o.get("id").and_then(Value::as_str) == Some(id)) {
@@ -73,6 +71,74 @@ fn check_items(given: Vec<Value>) -> Result<Vec<Value>, GatewayError> {
         out.push(resource);
     }
     Ok(out)
+}
+
+/// Item types an input may hold besides those [`InputItem`] reads (contract §4, §5): kept
+/// as they are, for the tools and upstreams that read them.
+const OTHER_ITEM_TYPES: &[&str] = &[
+    "mcp_list_tools",
+    "mcp_call",
+    "mcp_approval_request",
+    "mcp_approval_response",
+    "computer_call",
+    "computer_call_output",
+    "local_shell_call",
+    "local_shell_call_output",
+    "shell_call",
+    "shell_call_output",
+    "apply_patch_call",
+    "apply_patch_call_output",
+    "image_generation_call",
+    "code_interpreter_call",
+    "compaction",
+    "tool_search_call",
+    "tool_search_output",
+];
+
+/// Checks one item as an input item is checked (its type and fields), and what a stored
+/// item must not hold: an unknown type, a reasoning item whose `summary` is not a list of
+/// `summary_text` parts, a key with a control character. 400 naming `items[i]…`.
+fn check_item(item: &Value, i: usize) -> Result<(), GatewayError> {
+    let bad = |at: &str, message: String| GatewayError::bad_request(Some(format!("items[{i}]{at}")), message).with_code("invalid_value");
+    let parsed = InputItem::from_value(item.clone()).map_err(|e| bad("", format!("Invalid item: {}", crate::error::short_numbers(&e.to_string()))))?;
+    match &parsed {
+        InputItem::Other { kind, .. } if !OTHER_ITEM_TYPES.contains(&kind.as_str()) => {
+            let kind: String = kind.chars().take(64).collect();
+            return Err(bad(".type", format!("Invalid value: '{kind}'. Unknown item type.")));
+        }
+        InputItem::Reasoning(r) => {
+            let parts_ok = |key: &str, part: &str, required: bool| match r.get(key) {
+                None | Some(Value::Null) => !required,
+                Some(Value::Array(parts)) => parts.iter().all(|p| p.get("type").and_then(Value::as_str) == Some(part) && p.get("text").is_some_and(Value::is_string)),
+                Some(_) => false,
+            };
+            if !parts_ok("summary", "summary_text", true) {
+                return Err(bad(".summary", "Invalid 'summary': expected a list of {\"type\": \"summary_text\", \"text\"} parts.".to_string()));
+            }
+            if !parts_ok("content", "reasoning_text", false) {
+                return Err(bad(".content", "Invalid 'content': expected a list of {\"type\": \"reasoning_text\", \"text\"} parts.".to_string()));
+            }
+        }
+        _ => {}
+    }
+    if let Some(path) = control_key(item) {
+        return Err(bad(&path, "Invalid key: keys may not hold control characters.".to_string()));
+    }
+    Ok(())
+}
+
+/// The path (below the item) of the first object key holding a control character.
+fn control_key(v: &Value) -> Option<String> {
+    match v {
+        Value::Object(map) => map.iter().find_map(|(k, v)| {
+            if k.chars().any(char::is_control) {
+                return Some(String::new());
+            }
+            control_key(v).map(|p| format!(".{k}{p}"))
+        }),
+        Value::Array(items) => items.iter().enumerate().find_map(|(i, v)| control_key(v).map(|p| format!("[{i}]{p}"))),
+        _ => None,
+    }
 }
 
 /// How an item changes the list of calls and their answered flags.

@@ -8,7 +8,8 @@ use crate::error::GatewayError;
 /// Parses `bytes` as `T`. A blank body is `T::default()`. Not JSON, or anything but
 /// whitespace after the value → 400 with `param: null`; a value that is not an object → 400
 /// `expected a JSON object` (serde would read an array as positional fields); a wrong type →
-/// 400 `invalid_type` naming the field path (e.g. `items[0].content`).
+/// 400 `invalid_type` naming the field path (e.g. `items[0].content`); a key repeated at
+/// any depth → 400 `invalid_type` naming it.
 pub fn parse<T: DeserializeOwned + Default>(bytes: &[u8]) -> Result<T, GatewayError> {
     match bytes.trim_ascii_start().first() {
         None => return Ok(T::default()),
@@ -19,6 +20,10 @@ pub fn parse<T: DeserializeOwned + Default>(bytes: &[u8]) -> Result<T, GatewayEr
             return Err(GatewayError::bad_request(None, "Invalid request body: expected a JSON object.").with_code("invalid_type"));
         }
     }
+    // A key repeated at any depth is refused as a repeated top-level field is.
+    if let Some(dup) = protocol::dupkeys::find(bytes) {
+        return Err(crate::turn::validate::duplicate_key(&dup).into());
+    }
     let de = &mut serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize::<_, T>(&mut *de).map_err(|e| {
         let path = e.path().to_string();
@@ -27,6 +32,7 @@ pub fn parse<T: DeserializeOwned + Default>(bytes: &[u8]) -> Result<T, GatewayEr
             return unparsable(&inner);
         }
         let param = (!path.is_empty() && path != ".").then_some(path);
+        let inner = crate::error::short_numbers(&inner.to_string());
         GatewayError::bad_request(param, format!("Invalid request body: {inner}")).with_code("invalid_type")
     })?;
     de.end().map_err(|e| unparsable(&e))?;
@@ -34,6 +40,7 @@ pub fn parse<T: DeserializeOwned + Default>(bytes: &[u8]) -> Result<T, GatewayEr
 }
 
 fn unparsable(e: &serde_json::Error) -> GatewayError {
+    let e = crate::error::short_numbers(&e.to_string());
     GatewayError::bad_request(None, format!("We could not parse the JSON body of your request: {e}"))
 }
 

@@ -2,11 +2,15 @@
 //! WebSocket mode on `/v1/responses` (`websocket`), `/v1/conversations` (and their items),
 //! `/v1/files` and `/v1/vector_stores` (the embedded index), `/v1/models[/{model}]`,
 //! `/v1/gateway/tools` (the tools this deployment can execute), `/healthz`, `/readyz`,
-//! `/metrics` (`[metrics]`), the playground; the key
+//! `/metrics` (`[metrics]`), `/openapi.json` (the document of the API, `openapi`), the
+//! playground; the edge checks (`body_read`, `origin`, `content_type`, `body_budget`), the key
 //! check of `[auth]`, the request count and the request's id, span and log line
 //! (`request`) wrap them.
 
 pub mod auth;
+pub mod body_budget;
+pub mod body_read;
+pub mod content_type;
 pub mod conversations;
 pub mod error;
 pub mod files;
@@ -17,6 +21,8 @@ pub mod limits;
 pub mod list;
 pub mod metrics;
 pub mod models;
+pub mod openapi;
+pub mod origin;
 pub mod playground;
 pub mod rejections;
 pub mod request;
@@ -49,8 +55,13 @@ impl AppState {
 }
 
 /// The router with every route: request bodies at most `server.max_body_bytes` (413), each
-/// piece of a body within `server.request_read_timeout_ms` of the last (408); with keys in
-/// `[auth]`, `/v1/*` needs one (401, checked before the body is read).
+/// piece of a body within `server.request_read_timeout_ms` of the last and the whole body
+/// within `server.request_body_timeout_ms` (408), large bodies within `[limits]
+/// body_memory_bytes` (503); a body left unread by an answer is drained or its connection
+/// closed (`body_read`); `Host` and `Origin` checked (403, `origin`), CORS preflights of
+/// `server.cors_origins` answered, `/v1/*` POST bodies of the right media type (415,
+/// `content_type`); with keys in `[auth]`, `/v1/*` needs one (401, checked before the
+/// body is read). Starts the app's background workers.
 pub fn router(state: Arc<AppState>, server: &crate::config::ServerConfig) -> Router {
     // The app's background workers run while it is served.
     state.start();
@@ -97,6 +108,7 @@ pub fn router(state: Arc<AppState>, server: &crate::config::ServerConfig) -> Rou
         .route("/v1/models/{*model}", get(models::retrieve))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
+        .route("/openapi.json", get(openapi::document))
         .route("/", get(playground::index))
         .route("/favicon.ico", get(playground::favicon))
         .route("/playground", get(playground::index))
@@ -114,6 +126,11 @@ pub fn router(state: Arc<AppState>, server: &crate::config::ServerConfig) -> Rou
         Some(m) if !state.metrics_elsewhere => app.route("/metrics", get(metrics::scrape).with_state(m.clone())),
         _ => app,
     };
+    // Large bodies wait for room in the memory budget once they may be read (keys, rate).
+    let app = match body_budget::BodyBudget::from_config(&state.limits) {
+        Some(budget) => app.layer(body_budget::BodyBudgetLayer(budget)),
+        None => app,
+    };
     // The per-key rate, inside the key check (it counts by the key the check found).
     let app = if state.admission.is_off() {
         app
@@ -124,11 +141,25 @@ pub fn router(state: Arc<AppState>, server: &crate::config::ServerConfig) -> Rou
         Some(guard) => app.layer(axum::middleware::from_fn_with_state(guard, auth::require_key)),
         None => app,
     };
+    // The body's media type, then CORS preflights, then the page's origin and the host name:
+    // each before the key check, and the origin before anything runs (a WebSocket upgrade
+    // from another site's page too).
+    let app = app.layer(axum::middleware::from_fn(content_type::check));
+    let app = match origin::cors(server) {
+        Some(cors) => app.layer(cors),
+        None => app,
+    };
+    let app = app.layer(axum::middleware::from_fn_with_state(origin::SitePolicy::new(server), origin::check));
     // Every request counted by route and status (outside the key check: refused ones too).
     let app = match state.metrics.clone() {
         Some(m) => app.layer(metrics::CountLayer(m)),
         None => app,
     };
-    // Outermost: the request's id, span and log line (`request`).
-    app.layer(axum::middleware::map_response(rejections::openai_shaped)).layer(request::RequestLayer).with_state(state)
+    // Outermost: the request's id, span and log line (`request`); inside it, the whole body's
+    // deadline and bodies left unread by an answer (`body_read`: around every other answer).
+    let body_deadline = Duration::from_millis(server.request_body_timeout_ms);
+    app.layer(axum::middleware::map_response(rejections::openai_shaped))
+        .layer(body_read::BodyReadLayer { deadline: body_deadline })
+        .layer(request::RequestLayer)
+        .with_state(state)
 }

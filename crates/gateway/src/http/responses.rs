@@ -56,10 +56,14 @@ pub async fn create(
         Ok(Admitted::Started(turn)) => match rx {
             // The turn runs on; the stream's body holds its attachment while the client reads.
             Some(rx) => SseBody::new(rx, state.keepalive, turn.into_attached()).into_response(),
-            None => match turn.outcome().await {
-                Ok(outcome) => answer(outcome),
-                Err(e) => commit_failed(&e).into_response(),
-            },
+            None => {
+                // What the turn needs of the body is in the turn: it is not held while it runs.
+                drop(body);
+                match turn.outcome().await {
+                    Ok(outcome) => answer(outcome),
+                    Err(e) => commit_failed(&e).into_response(),
+                }
+            }
         },
     }
 }

@@ -4,9 +4,10 @@
 //! delivered many chunks in one read) share one write, issued when the runtime has run
 //! every other ready task. Nothing waits on a timer, so no text is buffered in time; the
 //! coalescing only saves one socket write per event. `: keep-alive` comments go out while
-//! nothing else is sent. Dropping the body (client gone) drops the turn's attachment, which
-//! stops the turn when the service's policy says so. A background run's followers get its
-//! logged events as JSON and render each as the frame its live stream sent.
+//! nothing else is sent. Dropping the body before the turn ended (client gone) drops the
+//! turn's attachment, which stops the turn (it ends `incomplete` and is stored so). A
+//! background run's followers get its logged events as JSON and render each as the frame
+//! its live stream sent.
 
 use std::future::Future;
 use std::pin::Pin;

@@ -62,6 +62,8 @@ pub struct App {
     pub background: Arc<crate::background::Background>,
     /// Cancelled when shutdown starts: background workers stop claiming runs.
     pub stop_claiming: tokio_util::sync::CancellationToken,
+    /// `[limits]` as configured (the HTTP side's body memory budget is made from it).
+    pub limits: crate::config::limits::LimitsConfig,
     /// `server.max_body_bytes`: also the largest WebSocket message.
     pub max_body_bytes: usize,
     /// `[websocket]`: the WebSocket mode's bounds.
@@ -130,6 +132,7 @@ impl App {
             background,
             stop_claiming,
             max_body_bytes: config.server.max_body_bytes,
+            limits: config.limits.clone(),
             websocket: config.websocket.clone(),
             started: AtomicBool::new(false),
         })

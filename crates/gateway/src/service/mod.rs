@@ -13,7 +13,8 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use protocol::{CreateResponse, Response};
 use tokio::sync::mpsc::UnboundedReceiver;
-use tokio::task::{AbortHandle, JoinHandle};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::admission::{KeyId, Refused, StreamPermit, UpstreamPermit};
 use crate::error::GatewayError;
@@ -84,8 +85,8 @@ pub enum Admitted<'s> {
 #[derive(Debug)]
 pub struct Turn<'s> {
     run: Running<'s>,
-    /// Held by the transport while its client is attached: dropping it stops the turn when
-    /// the service's policy says a leaving client ends it.
+    /// Held by the transport while its client is attached: dropping it stops the turn (a
+    /// client that leaves ends its foreground turn, issue 28).
     pub attached: Attached,
     /// True when the turn is stored at its end (`store: true` or a conversation).
     pub stored: bool,
@@ -112,30 +113,38 @@ impl Turn<'_> {
         std::mem::take(&mut self.attached)
     }
 
-    /// Runs (inline) or waits for the turn to its end. Errors: its end-of-turn write failed
-    /// (nothing was stored; a stream has ended with `response.failed`), or its task did.
+    /// Runs (inline) or waits for the turn to its end. Dropped before that (the client
+    /// left), the turn stops: an inline one with the future, a spawned one through its
+    /// attachment (a stored one is then stored `incomplete`). Errors: its end-of-turn write
+    /// failed (nothing was stored; a stream has ended with `response.failed`), or its task did.
     pub async fn outcome(self) -> Result<Outcome, StoreError> {
-        match self.run {
+        let Turn { run, mut attached, .. } = self;
+        match run {
             Running::Inline { turn, app, permits } => {
                 let outcome = Box::pin(turn.run(&app.runner)).await;
                 drop(permits);
                 outcome
             }
-            Running::Spawned(task) => match task.await {
-                Ok(outcome) => outcome,
-                Err(e) => {
-                    tracing::error!(error = %e, "a turn's task failed");
-                    Err(StoreError::Other("the turn's task failed".into()))
+            Running::Spawned(task) => {
+                let joined = task.await;
+                attached.release();
+                match joined {
+                    Ok(outcome) => outcome,
+                    Err(e) => {
+                        tracing::error!(error = %e, "a turn's task failed");
+                        Err(StoreError::Other("the turn's task failed".into()))
+                    }
                 }
-            },
+            }
         }
     }
 }
 
-/// What a transport holds while its client is attached to a turn; dropped, it stops the
-/// turn if the service decided so (a `store: false` turn: nothing would keep its result).
+/// What a transport holds while its client is attached to a turn; dropped, it cancels the
+/// turn's token: the turn stops its upstream round and gateway calls and ends `incomplete`
+/// (a stored one is stored so, DESIGN.md "Pipeline"). Background mode outlives a client.
 #[derive(Debug, Default)]
-pub struct Attached(Option<AbortHandle>);
+pub struct Attached(Option<CancellationToken>);
 
 impl Attached {
     /// The turn has ended: dropping this does nothing any more.
@@ -146,8 +155,8 @@ impl Attached {
 
 impl Drop for Attached {
     fn drop(&mut self) {
-        if let Some(h) = self.0.take() {
-            h.abort();
+        if let Some(t) = self.0.take() {
+            t.cancel();
         }
     }
 }
@@ -188,8 +197,9 @@ impl App {
     /// background request is queued and answered at once. A foreground turn sends its first
     /// events to `sink` (none: not streamed, its answer is the outcome's Response) and
     /// runs: inline when neither streamed nor stored, else in a task of its own on the
-    /// app's tracker (shutdown waits for it). A streamed `store: false` turn is stopped
-    /// when the transport drops [`Turn::attached`]; a stored one runs to its end.
+    /// app's tracker (shutdown waits for it). A client that leaves stops its turn: the
+    /// transport drops [`Turn::attached`] (or the outcome's future), and a stored turn is
+    /// then stored `incomplete` with the output it had (issue 28).
     pub async fn create<'s>(
         self: &'s Arc<Self>,
         caller: Caller<'_>,
@@ -235,6 +245,7 @@ impl App {
     /// The spawn/cancel policy of a prepared foreground turn.
     fn start_turn<'s>(self: &'s Arc<Self>, mut prepared: Prepared, sink: Option<Box<dyn EventSink>>, permits: Permits) -> Turn<'s> {
         prepared.cancel = self.shutdown.child_token();
+        let cancel = prepared.cancel.clone();
         let streamed = sink.is_some();
         // The first events are queued before the turn runs, so the transport's first write
         // carries them.
@@ -252,10 +263,9 @@ impl App {
             drop(permits);
             outcome
         }));
-        // Nothing to store: a client that leaves cancels the turn (and so its upstream
-        // request); a stored turn runs to its end and is committed.
-        let attached = if stored { Attached::default() } else { Attached(Some(task.abort_handle())) };
-        Turn { run: Running::Spawned(task), attached, stored }
+        // A client that leaves stops the turn (its upstream request and gateway calls); a
+        // stored one is committed `incomplete` with what it had.
+        Turn { run: Running::Spawned(task), attached: Attached(Some(cancel)), stored }
     }
 }
 

@@ -10,6 +10,7 @@ pub mod observer;
 pub mod pending;
 pub mod persist;
 pub mod prepare;
+pub mod repeats;
 pub mod round;
 pub mod run;
 pub mod validate;

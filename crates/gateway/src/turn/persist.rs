@@ -69,7 +69,11 @@ pub async fn commit(plan: Persist, response: &Response, transcript: Transcript) 
             }
             Some(ConversationAppend { id: c.id.clone(), lease_owner: c.lease.owner.clone(), version: c.version, items })
         }
-        None => None,
+        None => {
+            // Serialized above: the values are not kept while the store writes (issue 28).
+            drop(plan.input_items);
+            None
+        }
     };
     let tool_results = if plan.store_response { private_results(&transcript) } else { Vec::new() };
     let record = TurnRecord {

@@ -50,6 +50,10 @@ pub struct Round {
     pieces: Vec<Piece>,
     /// The round's message is `commentary` even without calls: the turn goes on after it.
     pub goes_on: bool,
+    /// Recover calls written as text whatever tool they name (no tool is offered).
+    recover_any: bool,
+    /// Calls dropped because the round is the last (sent without tools).
+    pub dropped_calls: usize,
     /// Client calls wait for the end of the round (a `strict` function is offered: its
     /// arguments are checked before any client call is shown).
     hold_calls: bool,
@@ -86,6 +90,13 @@ impl Round {
         self
     }
 
+    /// The same round recovering calls written as text whatever tool they name (`any`: no
+    /// tool is offered, so any such call is dropped, not taken for the answer).
+    pub fn recovering_any_name(mut self, any: bool) -> Self {
+        self.recover_any = any;
+        self
+    }
+
     /// Applies one upstream event. `files` are the turn's file-search chunks: with file
     /// search declared, citation markers leave the text and become `file_citation`s.
     /// `sources` are this turn's search sources (for a message closed early).
@@ -95,7 +106,8 @@ impl Round {
             UpstreamEvent::Text(delta) => match &mut self.leaks {
                 Some(filter) => {
                     let mut pieces = std::mem::take(&mut self.pieces);
-                    filter.feed(delta, &|n| tools.lookup(n).is_some(), &mut pieces);
+                    let any = self.recover_any;
+                    filter.feed(delta, &|n| any || tools.lookup(n).is_some(), &mut pieces);
                     self.apply_pieces(&mut pieces, tools, emitter, files, sources);
                     self.pieces = pieces;
                 }
@@ -118,7 +130,8 @@ impl Round {
     pub fn end_text(&mut self, tools: &ToolSet, emitter: &mut Emitter, files: &FileSources, sources: &[Source]) {
         let Some(filter) = &mut self.leaks else { return };
         let mut pieces = Vec::new();
-        filter.finish(&|n| tools.lookup(n).is_some(), &mut pieces);
+        let any = self.recover_any;
+        filter.finish(&|n| any || tools.lookup(n).is_some(), &mut pieces);
         self.apply_pieces(&mut pieces, tools, emitter, files, sources);
     }
 
@@ -201,7 +214,12 @@ impl Round {
             }
             UpstreamEvent::ToolCall { index, id, name, arguments } => {
                 let known = self.calls.iter().position(|c| c.index == index);
-                if self.last || (self.single_call && known.is_none() && !self.calls.is_empty()) {
+                if self.last {
+                    // A call's first fragment names it.
+                    self.dropped_calls += usize::from(name.is_some());
+                    return;
+                }
+                if self.single_call && known.is_none() && !self.calls.is_empty() {
                     return;
                 }
                 // A fragment of a call whose item is done changes nothing: the call was whole

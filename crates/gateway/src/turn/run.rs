@@ -18,6 +18,8 @@ use crate::tools::custom::arguments_from_input;
 use crate::tools::{BindCtx, CallItem, Owner, ToolChoice, ToolEntry, ToolSet};
 use crate::upstream::arguments;
 use crate::turn::approved;
+use crate::turn::repeats::Repeats;
+use crate::upstream::leaked_calls;
 use crate::turn::execute::{self, Observed, ToolResult};
 use crate::turn::round::Round;
 use crate::transcript::{Call, Entry, Transcript, UserPart};
@@ -37,7 +39,7 @@ const NOT_RETURNED: &str = "error: this call was not returned because another ca
 
 /// `incomplete_details.reason` of a turn whose output the gateway withheld because it broke
 /// the request's constraints (a strict function's arguments invalid twice; a required tool
-/// choice not honoured twice). The contract's reasons are `max_output_tokens` and
+/// choice not honoured twice; an answer that is tool-call markup). The contract's reasons are `max_output_tokens` and
 /// `content_filter`: the output was filtered, so `content_filter` is the closest.
 const INVALID_REASON: &str = "content_filter";
 
@@ -126,8 +128,16 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
     let mut strict_retried = false;
     // A forcing `tool_choice` the upstream ignored is asked again once per turn.
     let mut choice_retried = false;
+    // Gateway calls made again with the same arguments are not run again (`repeats`).
+    let mut repeats = Repeats::default();
+    let has_tools = !tools.entries().is_empty();
     for round_no in 0..max_rounds {
-        let last = round_no + 1 == max_rounds;
+        // Cancelled between rounds (while gateway calls ran): no further round starts.
+        if cancel.is_cancelled() {
+            return finish(&done_ctx, emitter, transcript, &mut files, cut_short(&cancelled_by_client), usage, None);
+        }
+        // The last round the budget allows, or after repeated calls: without tools.
+        let last = round_no + 1 == max_rounds || repeats.exhausted();
         if let Some(cap) = max_output_tokens {
             let left = cap.saturating_sub(usage.output_tokens);
             if left == 0 {
@@ -167,11 +177,13 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
         let mut round = Round::new(last, sampling.parallel_tool_calls == Some(false))
             .with_encrypted_reasoning(sampling.encrypted_reasoning)
             .with_held_calls(strict_offered);
-        if !declared.is_empty() {
+        if !declared.is_empty() || has_tools {
             // A call the model writes as text (a server whose tool parser failed) is
-            // recovered; a bare JSON answer only when the client did not ask for JSON.
+            // recovered; a bare JSON answer only when the client did not ask for JSON. With
+            // no tool offered (the last round), any call written as text is recovered, and
+            // dropped as any call of that round is: it is never the answer.
             let json_answer = matches!(sampling.text_format, Some(TextFormat::JsonObject | TextFormat::JsonSchema { .. }));
-            round = round.with_leak_recovery(!json_answer);
+            round = round.with_leak_recovery(!json_answer).recovering_any_name(declared.is_empty());
         }
         observer.round_started(&info, round_no);
         // From sending the round to the end of its gateway calls; DEBUG: a log at INFO
@@ -217,12 +229,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
                 record_round(&round_span, &report);
                 observer.round_done(&info, &report);
                 close_cut_round(&mut round, offered, emitter, &files, &sources, &mut transcript);
-                let terminal = if cancelled_by_client.load(std::sync::atomic::Ordering::Acquire) {
-                    Terminal::Cancelled
-                } else {
-                    Terminal::Interrupted
-                };
-                return finish(&done_ctx, emitter, transcript, &mut files, terminal, usage, None);
+                return finish(&done_ctx, emitter, transcript, &mut files, cut_short(&cancelled_by_client), usage, None);
             }
         };
         usage.add(&round_usage);
@@ -274,7 +281,15 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
         // The last round went upstream without tools: a call the model writes anyway was
         // dropped as it came (neither executed nor returned), and the turn ends with its answer.
         if round.calls.is_empty() || last {
+            // Call markup is never a completed answer (issue 28): markup left in the text
+            // (naming no tool, or not a call), or calls the model wrote in the last round
+            // with nothing else, end the turn `incomplete`.
+            let leaked = has_tools && (leaked_calls::has_call_markup(&text) || (round.dropped_calls > 0 && text.trim().is_empty()));
             push_text(&mut transcript, text);
+            if leaked {
+                tracing::warn!("the model's answer is tool-call markup; the turn ends incomplete");
+                return finish(&done_ctx, emitter, transcript, &mut files, Terminal::Incomplete(INVALID_REASON.into()), usage, None);
+            }
             return finish(&done_ctx, emitter, transcript, &mut files, Terminal::Completed, usage, None);
         }
         // Near-JSON arguments are repaired (a function's, a gateway tool's); a strict
@@ -332,12 +347,15 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
                     Err(msg) => answers.push(reject(msg)),
                     Ok(_) if entry.tool.needs_approval() => approvals.push(call.index),
                     Ok(_) if max_tool_calls.is_some_and(|cap| executed >= cap) => answers.push(reject(MAX_TOOL_CALLS.into())),
-                    Ok(args) => match entry.tool.bind(&call.call_id, &args, &BindCtx { native: entry.upstream.is_native(), ..bind_ctx }) {
-                        Ok(invocation) => {
-                            executed += 1;
-                            gateway.push((call.name.clone(), invocation));
-                        }
-                        Err(msg) => answers.push(reject(msg)),
+                    Ok(args) => match repeats.check(&call.name, &args, &call.call_id) {
+                        Some(again) => answers.push(reject(again)),
+                        None => match entry.tool.bind(&call.call_id, &args, &BindCtx { native: entry.upstream.is_native(), ..bind_ctx }) {
+                            Ok(invocation) => {
+                                executed += 1;
+                                gateway.push((call.name.clone(), invocation));
+                            }
+                            Err(msg) => answers.push(reject(msg)),
+                        },
                     },
                 },
             }
@@ -411,6 +429,16 @@ fn close_cut_round(round: &mut Round, tools: &ToolSet, emitter: &mut Emitter, fi
         push_text(transcript, text);
     } else {
         transcript.push_assistant(text, calls);
+    }
+}
+
+/// How a cancelled turn ends: `cancelled` when its client cancelled a background response,
+/// else `incomplete` (shutdown, or a foreground turn's client gone).
+fn cut_short(cancelled_by_client: &std::sync::atomic::AtomicBool) -> Terminal {
+    if cancelled_by_client.load(std::sync::atomic::Ordering::Acquire) {
+        Terminal::Cancelled
+    } else {
+        Terminal::Interrupted
     }
 }
 

@@ -65,6 +65,10 @@ pub struct Prepared {
 /// field path (e.g. `input[0].content`). Unknown top-level fields are returned for the
 /// caller to ignore or reject.
 pub fn parse_request(body: &[u8]) -> Result<CreateResponse, ApiError> {
+    // A key repeated at any depth is refused as a repeated top-level field is.
+    if let Some(dup) = protocol::dupkeys::find(body) {
+        return Err(duplicate_key(&dup));
+    }
     // The common case without tracking the path (serde_path_to_error wraps every key);
     // a body that fails is parsed again to name the offending field.
     if let Ok(req) = serde_json::from_slice::<CreateResponse>(body) {
@@ -81,6 +85,7 @@ pub fn parse_request(body: &[u8]) -> Result<CreateResponse, ApiError> {
                 return Err(unparsable(Some(inner)));
             }
             let param = if path.is_empty() || path == "." { None } else { Some(path.clone()) };
+            let inner = crate::error::short_numbers(&inner.to_string());
             let message = match &param {
                 Some(p) => format!("Invalid value for '{p}': {inner}"),
                 None if body.trim_ascii_start().first() != Some(&b'{') => {
@@ -95,8 +100,16 @@ pub fn parse_request(body: &[u8]) -> Result<CreateResponse, ApiError> {
 
 /// 400 with `param: null` for a body that is not one JSON value.
 fn unparsable(e: Option<serde_json::Error>) -> ApiError {
-    let why = e.map_or_else(|| "trailing characters".to_string(), |e| e.to_string());
+    let why = e.map_or_else(|| "trailing characters".to_string(), |e| crate::error::short_numbers(&e.to_string()));
     ApiError::invalid(None, format!("We could not parse the JSON body of your request: {why}"))
+}
+
+/// 400 naming a key repeated in a body (at any depth), worded as serde words a repeated
+/// top-level field.
+pub fn duplicate_key(dup: &protocol::dupkeys::DuplicateKey) -> ApiError {
+    let field = dup.field();
+    let key: String = dup.key.chars().take(64).collect();
+    ApiError::invalid(Some(field.clone()), format!("Invalid value for '{field}': duplicate field `{key}`.")).with_code("invalid_type")
 }
 
 fn bad(param: &str, message: impl Into<String>, code: &str) -> GatewayError {
@@ -166,6 +179,7 @@ pub fn validate(
     let mut tools = ToolSet::build(req.tools.take().unwrap_or_default(), req.tool_choice.as_ref(), registry, caps)?;
     let transcript = from.transcript(req.instructions.as_deref(), items, &Replayer { registry })?;
     let text = text_config(&req)?;
+    let reasoning = reasoning_of(req.reasoning.as_ref())?;
     let store = req.store.unwrap_or(true);
     let sampling = Sampling {
         temperature: req.temperature,
@@ -174,7 +188,7 @@ pub fn validate(
         parallel_tool_calls: req.parallel_tool_calls,
         text_format: text.format.clone().filter(|f| *f != TextFormat::Text),
         user: req.user.clone().or_else(|| req.safety_identifier.clone()),
-        reasoning_effort: reasoning_effort(req.reasoning.as_ref())?,
+        reasoning_effort: reasoning.effort.clone(),
         encrypted_reasoning: req.include.iter().flatten().any(|i| i == "reasoning.encrypted_content"),
     };
     let base = Response {
@@ -195,7 +209,8 @@ pub fn validate(
         previous_response_id: from.previous_response_id,
         prompt_cache_key: req.prompt_cache_key.clone(),
         prompt_cache_retention: req.prompt_cache_retention.clone(),
-        reasoning: req.reasoning.clone().filter(|r| !r.is_null()).unwrap_or_else(|| json!({"effort": null, "summary": null})),
+        // Always `{effort, summary}` (contract §7), whatever subset was sent.
+        reasoning: json!({"effort": reasoning.effort, "summary": reasoning.summary}),
         safety_identifier: req.safety_identifier.clone(),
         // The tier that serves the request: the gateway has one, so `auto` resolves to
         // `default`; `fast` is reported as `priority` (contract §1.1).
@@ -264,12 +279,19 @@ const REASONING_EFFORTS: &[&str] = &["none", "minimal", "low", "medium", "high",
 /// `reasoning.summary` values (contract §1).
 const REASONING_SUMMARIES: &[&str] = &["auto", "concise", "detailed"];
 
-/// `reasoning.effort`, passed on as Chat Completions `reasoning_effort`; `null` or absent
-/// → none. `reasoning.summary` is checked (a chat upstream writes no summaries). Another
-/// value or shape → 400 naming `reasoning.effort`, `reasoning.summary` or `reasoning`.
-fn reasoning_effort(reasoning: Option<&Value>) -> Result<Option<String>, GatewayError> {
+/// `reasoning` as checked: `effort` (passed on as Chat Completions `reasoning_effort`) and
+/// `summary` (a chat upstream writes no summaries), each `None` when null or absent.
+#[derive(Debug, Default)]
+struct Reasoning {
+    effort: Option<String>,
+    summary: Option<String>,
+}
+
+/// `reasoning`; `null` or absent → neither. Another value or shape → 400 naming
+/// `reasoning.effort`, `reasoning.summary` or `reasoning`.
+fn reasoning_of(reasoning: Option<&Value>) -> Result<Reasoning, GatewayError> {
     let r = match reasoning {
-        None | Some(Value::Null) => return Ok(None),
+        None | Some(Value::Null) => return Ok(Reasoning::default()),
         Some(Value::Object(r)) => r,
         Some(_) => return Err(bad("reasoning", "Invalid type for 'reasoning': expected an object.", "invalid_type")),
     };
@@ -282,19 +304,20 @@ fn reasoning_effort(reasoning: Option<&Value>) -> Result<Option<String>, Gateway
             "invalid_value",
         )),
     };
-    pick("summary", REASONING_SUMMARIES)?;
-    pick("effort", REASONING_EFFORTS)
+    Ok(Reasoning { summary: pick("summary", REASONING_SUMMARIES)?, effort: pick("effort", REASONING_EFFORTS)? })
 }
 
 fn check_ranges(req: &CreateResponse) -> Result<(), GatewayError> {
-    if let Some(t) = req.temperature {
-        if !(0.0..=2.0).contains(&t) {
-            return Err(bad("temperature", format!("Invalid 'temperature': {t} is outside 0 to 2."), "invalid_value"));
-        }
-    }
-    if let Some(p) = req.top_p {
-        if !(0.0..=1.0).contains(&p) {
-            return Err(bad("top_p", format!("Invalid 'top_p': {p} is outside 0 to 1."), "invalid_value"));
+    let ranges = [
+        ("temperature", req.temperature, 0.0, 2.0),
+        ("top_p", req.top_p, 0.0, 1.0),
+        ("presence_penalty", req.presence_penalty, -2.0, 2.0),
+        ("frequency_penalty", req.frequency_penalty, -2.0, 2.0),
+    ];
+    for (param, value, low, high) in ranges {
+        if let Some(v) = value.filter(|v| !(low..=high).contains(v)) {
+            let v = crate::error::short_number(v);
+            return Err(bad(param, format!("Invalid '{param}': {v} is outside {low} to {high}."), "invalid_value"));
         }
     }
     if let Some(m) = req.max_output_tokens {

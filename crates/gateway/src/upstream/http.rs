@@ -114,7 +114,7 @@ impl HttpUpstream {
 
     /// `GET {base}/models`, passed through as JSON (used by `/v1/models` and `/readyz`).
     pub async fn models(&self, timeout: Duration) -> Result<Value, UpstreamError> {
-        let resp = self.send_once_more(timeout, || self.request(reqwest::Method::GET, "/models")).await?;
+        let resp = self.send_once_more(timeout, false, || self.request(reqwest::Method::GET, "/models")).await?;
         let status = resp.status();
         if !status.is_success() {
             return Err(UpstreamError::Status { status: status.as_u16(), message: "models list failed".into() });
@@ -141,9 +141,12 @@ impl HttpUpstream {
     /// head. Errors: an unsuccessful status as `Status` with the upstream's own message
     /// (a 404 naming `model` is `UnknownModel`; a 401/403 names only the gateway's key
     /// setting), else `Timeout` or `Unreachable`, redacted.
+    /// A large body the upstream closed the connection on while it was sent (twice) is its
+    /// refusal, as the 413 it may have answered instead, depending on timing (issue 28).
     pub async fn post_round(&self, url: &reqwest::Url, body: Bytes, model: &str) -> Result<reqwest::Response, UpstreamError> {
+        let large = body.len() >= LARGE_BODY;
         let resp = self
-            .send_once_more(self.idle, || {
+            .send_once_more(self.idle, large, || {
                 let post = self.client.post(url.clone()).header(reqwest::header::CONTENT_TYPE, "application/json");
                 self.auth(post.body(body.clone()))
             })
@@ -175,10 +178,13 @@ impl HttpUpstream {
     /// Sends the request `build` makes, waiting at most `timeout` for the response head. A
     /// pooled keep-alive connection the server closed just as it was reused (llama.cpp closes
     /// idle ones after 5 s) fails before any response byte: the request is sent once more on
-    /// a fresh connection, as the OpenAI SDKs do. Errors: `Timeout`, else the sanitized error.
+    /// a fresh connection, as the OpenAI SDKs do. Errors: `Timeout`; with a `large` body the
+    /// upstream closed while it was being sent, the 413 [`refused_large_body`]; else the
+    /// sanitized error.
     async fn send_once_more(
         &self,
         timeout: Duration,
+        large: bool,
         build: impl Fn() -> reqwest::RequestBuilder,
     ) -> Result<reqwest::Response, UpstreamError> {
         let mut retried = false;
@@ -190,6 +196,7 @@ impl HttpUpstream {
                     tracing::debug!(error = %self.redact(&e.without_url().to_string()), "upstream send failed; retrying once");
                     retried = true;
                 }
+                Ok(Err(e)) if large && closed_while_sending(&e) => return Err(refused_large_body()),
                 Ok(Err(e)) => return Err(self.sanitize(e)),
             }
         }
@@ -233,6 +240,40 @@ impl HttpUpstream {
         let msg = msg.unwrap_or_else(|| "no error message".to_string());
         let msg: String = msg.chars().take(500).collect();
         self.redact(&msg)
+    }
+}
+
+/// A request body this large (bytes) that the upstream cuts off while it is sent is
+/// refused for its size ([`refused_large_body`]).
+pub const LARGE_BODY: usize = 1 << 20;
+
+/// True when `e` is the connection closed under the request as it was written (a broken
+/// pipe, a reset, or hyper's "closed before message completed"), not a failure to connect
+/// or a timeout.
+fn closed_while_sending(e: &reqwest::Error) -> bool {
+    if e.is_connect() || e.is_timeout() {
+        return false;
+    }
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset};
+            return matches!(io.kind(), BrokenPipe | ConnectionReset | ConnectionAborted);
+        }
+        if s.to_string().contains("connection closed before message completed") {
+            return true;
+        }
+        source = s.source();
+    }
+    false
+}
+
+/// The refusal of a large body the upstream closed the connection on: a 413, as the
+/// answer it sends when the timing lets the gateway read it (a 400 for the client).
+fn refused_large_body() -> UpstreamError {
+    UpstreamError::Status {
+        status: 413,
+        message: "the upstream closed the connection while the request was sent: it refuses a request this large".into(),
     }
 }
 

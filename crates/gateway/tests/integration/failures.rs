@@ -315,7 +315,7 @@ async fn a_stalled_request_body_times_out() {
     let h = Harness::start_with(|c| c.server.request_read_timeout_ms = 300).await;
     for path in ["/v1/responses", "/v1/conversations"] {
         let mut conn = tokio::net::TcpStream::connect(h.base.trim_start_matches("http://")).await.unwrap();
-        let head = format!("POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{{\"model\"");
+        let head = format!("POST {path} HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{{\"model\"");
         conn.write_all(head.as_bytes()).await.unwrap();
         let mut answer = Vec::new();
         tokio::time::timeout(std::time::Duration::from_secs(10), conn.read_to_end(&mut answer)).await.expect("answered, then closed").unwrap();
@@ -324,7 +324,7 @@ async fn a_stalled_request_body_times_out() {
         assert!(answer.contains(r#""type":"invalid_request_error""#) && answer.contains("request_timeout"), "{path}: {answer}");
     }
     let mut conn = tokio::net::TcpStream::connect(h.base.trim_start_matches("http://")).await.unwrap();
-    conn.write_all(b"POST /v1/responses HTTP/1.1\r\nhost: x\r\n").await.unwrap();
+    conn.write_all(b"POST /v1/responses HTTP/1.1\r\nhost: localhost\r\n").await.unwrap();
     let mut answer = Vec::new();
     tokio::time::timeout(std::time::Duration::from_secs(10), conn.read_to_end(&mut answer)).await.expect("closed").ok();
     // A connection that never sends a byte is closed too (hyper's own timer starts with the
@@ -336,7 +336,7 @@ async fn a_stalled_request_body_times_out() {
     // An upload that stalls inside its file part.
     let mut conn = tokio::net::TcpStream::connect(h.base.trim_start_matches("http://")).await.unwrap();
     let part = "--XX\r\ncontent-disposition: form-data; name=\"purpose\"\r\n\r\nassistants\r\n--XX\r\ncontent-disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\n\r\nhel";
-    let head = format!("POST /v1/files HTTP/1.1\r\nhost: x\r\ncontent-type: multipart/form-data; boundary=XX\r\ncontent-length: 900\r\n\r\n{part}");
+    let head = format!("POST /v1/files HTTP/1.1\r\nhost: localhost\r\ncontent-type: multipart/form-data; boundary=XX\r\ncontent-length: 900\r\n\r\n{part}");
     conn.write_all(head.as_bytes()).await.unwrap();
     let mut answer = Vec::new();
     tokio::time::timeout(std::time::Duration::from_secs(10), conn.read_to_end(&mut answer)).await.expect("answered, then closed").unwrap();
@@ -377,7 +377,8 @@ async fn non_openai_errors_are_openai_shaped() {
     for path in ["/v1/responses", "/v1/conversations", "/v1/files"] {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let mut conn = tokio::net::TcpStream::connect(h.base.trim_start_matches("http://")).await.unwrap();
-        let head = format!("POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 999999999\r\n\r\n{{}}");
+        let kind = if path == "/v1/files" { "multipart/form-data; boundary=XX" } else { "application/json" };
+        let head = format!("POST {path} HTTP/1.1\r\nhost: localhost\r\ncontent-type: {kind}\r\ncontent-length: 999999999\r\n\r\n{{}}");
         conn.write_all(head.as_bytes()).await.unwrap();
         let mut answer = vec![0u8; 4096];
         let n = tokio::time::timeout(std::time::Duration::from_secs(10), conn.read(&mut answer)).await.expect("answered at once").unwrap();

@@ -121,15 +121,13 @@ async fn a_recovered_gateway_call_is_executed() {
     assert_eq!(sent["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "tool").count(), 1);
 }
 
-/// Markup naming no declared tool, JSON that is more than the answer, a bare JSON answer
-/// the client asked for (`text.format`), and any markup when no tools are offered stay text.
+/// JSON that is more than the answer, a bare JSON answer the client asked for
+/// (`text.format`), and any markup when the request has no tools stay text.
 #[tokio::test]
 async fn other_markup_stays_text() {
     let h = Harness::start().await;
-    let undeclared = "<tool_call>{\"name\": \"launch\", \"arguments\": {}}</tool_call>";
     let json_answer = "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}";
     let cases = [
-        (request(json!([weather()])), undeclared.to_string()),
         (request(json!([weather()])), format!("{json_answer} is how a call looks.")),
         (json!({"model":"m","input":"x","tools":[weather()],"store":false,"text":{"format":{"type":"json_object"}}}), json_answer.to_string()),
         (json!({"model":"m","input":"x","store":false}), "<tool_call>{\"name\": \"get_weather\", \"arguments\": {}}</tool_call>".to_string()),
@@ -139,6 +137,46 @@ async fn other_markup_stays_text() {
         assert_eq!(summary(&s.response), [("message".to_string(), text.clone())]);
         assert_eq!(s.response["output"][0]["phase"], "final_answer");
     }
+}
+
+/// Call markup is never a `completed` answer (issue 28): markup naming no declared tool,
+/// or broken markup, ends the turn `incomplete` (`content_filter`), streamed or not; the
+/// text is kept as the model wrote it.
+#[tokio::test]
+async fn markup_that_is_not_a_call_ends_the_turn_incomplete() {
+    let h = Harness::start().await;
+    for text in [
+        "<tool_call>{\"name\": \"launch\", \"arguments\": {}}</tool_call>",
+        "Let me check. <tool_call>[{\"name\": \"get_weather\", \"arg",
+        "[TOOL_CALLS] get_weather(city=Oslo)",
+    ] {
+        h.upstream.push(Script::text(&[&text[..9], &text[9..]]));
+        let s = h.stream(request(json!([weather()]))).await;
+        assert_eq!(s.terminal_type(), "response.incomplete", "{text}: {}", s.raw);
+        assert_eq!(s.response["incomplete_details"]["reason"], "content_filter");
+        assert_eq!(summary(&s.response), [("message".to_string(), text.to_string())]);
+        h.upstream.push(Script::text(&[text]));
+        let (status, body) = h.post(request(json!([weather()]))).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["status"], "incomplete", "{body}");
+    }
+}
+
+/// In the last round (sent without tools) a call written as text is dropped like any call
+/// of that round, whatever tool it names: with nothing else said, the turn ends
+/// `incomplete`; with an answer besides it, the answer is the text, without the markup.
+#[tokio::test]
+async fn markup_in_the_last_round_is_never_the_answer() {
+    let h = Harness::start_with(|c| c.tools.max_rounds = 1).await;
+    let markup = "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}</tool_call>";
+    h.upstream.push(Script::text(&[markup]));
+    let s = h.stream(request(json!([weather()]))).await;
+    assert_eq!(s.terminal_type(), "response.incomplete", "{}", s.raw);
+    assert!(!s.raw.contains("tool_call>"), "the markup is not shown: {}", s.raw);
+    h.upstream.push(Script::text(&["It is sunny. ", markup]));
+    let s = h.stream(request(json!([weather()]))).await;
+    assert_eq!(s.terminal_type(), "response.completed", "{}", s.raw);
+    assert_eq!(summary(&s.response), [("message".to_string(), "It is sunny. ".to_string())]);
 }
 
 /// Ordinary text (with `<` and `[` in it) streams in the deltas it came in: nothing is held

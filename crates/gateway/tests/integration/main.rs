@@ -15,6 +15,7 @@ mod background_queue;
 mod cli;
 mod client_calls;
 mod disconnect;
+mod edge;
 mod embeddings;
 mod failures;
 mod file_search;
@@ -29,6 +30,7 @@ mod observer;
 #[cfg(feature = "otel")]
 mod otel;
 mod hybrid_search;
+mod input_checks;
 mod request_ids;
 mod responses;
 mod responses_upstream;

@@ -363,13 +363,16 @@ async fn two_replicas_continue_each_other(db: Arc<TestDb>) {
     assert_eq!(s, 200, "A reads what B stored");
 }
 
-/// A client that disconnects does not cancel a stored turn: it finishes and is stored.
-async fn disconnected_stored_turn_finishes(db: Arc<TestDb>) {
+/// A client that disconnects stops a stored foreground turn (issue 28): its running tool
+/// and its rounds stop, and it is stored `incomplete` with the output it had, which a
+/// continuation can build on.
+async fn disconnected_stored_turn_is_stored_incomplete(db: Arc<TestDb>) {
     use futures_util::StreamExt;
-    let slow = TestTool::new("slow", 50, false);
+    let slow = TestTool::new("slow", 5_000, false);
+    let probe = slow.clone();
     let h = Harness::start_on(db, |_| {}, move |r| r.register(slow)).await;
     h.upstream.push(Script::default().with_tool(ToolCallScript::new("slow", r#"{"input":"z"}"#)));
-    h.upstream.push(Script::text(&["finished"]));
+    h.upstream.push(Script::text(&["never sent"]));
     let body = json!({"model":"m","input":"x","stream":true,"tools":[{"type":"custom","name":"slow"}]});
     let resp = h.client.post(format!("{}/v1/responses", h.base)).json(&body).send().await.unwrap();
     let mut stream = resp.bytes_stream();
@@ -384,7 +387,7 @@ async fn disconnected_stored_turn_finishes(db: Arc<TestDb>) {
     let id = seen.split("\"id\":\"").nth(1).and_then(|s| s.split('"').next()).unwrap().to_string();
     assert!(id.starts_with("resp_"), "{id}");
     let mut got = Value::Null;
-    for _ in 0..200 {
+    for _ in 0..400 {
         let (s, body) = h.get(&format!("/v1/responses/{id}")).await;
         if s == 200 {
             got = body;
@@ -392,9 +395,17 @@ async fn disconnected_stored_turn_finishes(db: Arc<TestDb>) {
         }
         tokio::time::sleep(std::time::Duration::from_millis(25)).await;
     }
-    assert_eq!(got["status"], "completed", "{got}");
-    let last = got["output"].as_array().unwrap().last().unwrap().clone();
-    assert_eq!(last["content"][0]["text"], "finished");
+    assert_eq!(got["status"], "incomplete", "{got}");
+    let types: Vec<&str> = got["output"].as_array().unwrap().iter().map(|i| i["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["custom_tool_call", "custom_tool_call_output"], "{got}");
+    assert_eq!(got["output"][1]["status"], "incomplete");
+    assert_eq!(probe.completed.load(std::sync::atomic::Ordering::SeqCst), 0, "the tool was stopped");
+    assert_eq!(h.upstream.requests().len(), 1, "no round after the disconnect");
+    // What was stored is kept: the next turn continues from it.
+    let (s, next) = h.post(json!({"model":"m","input":"go on","previous_response_id":id})).await;
+    assert_eq!(s, 200, "{next}");
+    let sent = h.upstream.requests().pop().unwrap().body;
+    assert!(sent["messages"].to_string().contains("stopped before this call finished"), "{sent}");
 }
 
 /// The database goes away: stored turns and lookups get 503 from prepare (before any
@@ -463,7 +474,7 @@ on_both_backends!(
     failed_and_incomplete_turns_are_stored,
     restart_keeps_responses,
     two_replicas_continue_each_other,
-    disconnected_stored_turn_finishes,
+    disconnected_stored_turn_is_stored_incomplete,
     store_down_is_503_and_store_false_still_works,
     corrupt_and_oversized_rows_are_500,
 );

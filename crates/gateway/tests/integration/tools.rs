@@ -603,3 +603,30 @@ async fn a_function_call_without_arguments_gets_an_empty_object() {
     let call = last.body["messages"].as_array().unwrap().iter().find(|m| m["role"] == "assistant").unwrap();
     assert_eq!(call["tool_calls"][0]["function"]["arguments"], "{}");
 }
+
+/// A gateway tool called again with the same arguments in one turn is not run again
+/// (issue 28): the model is told it has the result; after two repeats the tools are
+/// withdrawn, so the turn ends in an answer.
+#[tokio::test]
+async fn a_repeated_gateway_call_is_not_run_again() {
+    let h = Harness::start().await;
+    for args in [r#"{"input":"axum"}"#, r#"{ "input" : "axum" }"#, r#"{"input":"axum"}"#] {
+        h.upstream.push(Script::tool_call("package_version", args));
+    }
+    h.upstream.push(Script::text(&["axum 0.8."]));
+    let (status, body) = h.post(json!({"model":"m","input":"x","tools":[pv()]})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "completed", "{body}");
+    let t = types(&body);
+    assert_eq!(t.iter().filter(|t| *t == "custom_tool_call_output").count(), 1, "run once: {t:?}");
+    assert_eq!(body["output"].as_array().unwrap().last().unwrap()["content"][0]["text"], "axum 0.8.");
+    let reqs = h.upstream.requests();
+    assert_eq!(reqs.len(), 4);
+    let tool_messages = |i: usize| -> Vec<String> {
+        reqs[i].body["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "tool").map(|m| m["content"].to_string()).collect()
+    };
+    assert_eq!(tool_messages(1).len(), 1);
+    assert!(tool_messages(2)[1].contains("already called with these same arguments"), "{:?}", tool_messages(2));
+    assert!(reqs[2].body.get("tools").is_some(), "one repeat: the tools are still offered");
+    assert!(reqs[3].body.get("tools").is_none(), "two repeats: the last round has no tools");
+}

@@ -211,9 +211,10 @@ async fn bad_input_is_rejected_in_the_openai_shape() {
     let form = reqwest::multipart::Form::new().part("file", reqwest::multipart::Part::bytes(b"x".to_vec()).file_name("a.txt"));
     let resp = h.client.post(format!("{}/v1/files", h.base)).multipart(form).send().await.expect("send");
     assert_eq!(resp.status().as_u16(), 400);
+    // Not multipart: 415 (issue 28), before the body is read.
     let (s, e) = h.post_to("/v1/files", json!({"file": "x"})).await;
-    assert_eq!(s, 400, "{e}");
-    error_of(&e);
+    assert_eq!(s, 415, "{e}");
+    assert_eq!(error_of(&e)["code"], "unsupported_media_type");
     let (s, e) = h.get("/v1/files?limit=0").await;
     assert_eq!((s, error_of(&e)["param"].as_str()), (400, Some("limit")));
     let (s, e) = h.get("/v1/files?after=file-nope").await;

@@ -4,8 +4,8 @@
 //!
 //! Each response's events are checked with the SSE stream checker (rendered as the frames an
 //! SSE stream would carry); pings keep coming while a gateway tool runs; closing the
-//! connection stops a `store: false` turn and lets a stored one finish; the connection limits
-//! close with a reason or answer an `error` event.
+//! connection stops its turns as an SSE disconnect does (a stored one is stored
+//! `incomplete`); the connection limits close with a reason or answer an `error` event.
 
 use std::sync::atomic::Ordering::SeqCst;
 use std::time::Duration;
@@ -102,44 +102,45 @@ async fn events_are_the_sse_events_and_pings_go_on_while_a_tool_runs() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn closing_stops_a_store_false_turn_and_lets_a_stored_one_finish() {
+async fn closing_stops_the_connections_turns_and_stores_a_stored_one_incomplete() {
     let slow = TestTool::new("slow", 400, false);
     let probe = slow.clone();
     let h = Harness::start_full(|_| {}, move |r| r.register(slow)).await;
     let create = |store: bool| json!({"type":"response.create","model":"m","input":"x","store":store,"tools":[{"type":"custom","name":"slow"}]});
+    // Reads until the gateway's call item shows; the response's id.
     let until_call = |mut ws: Ws| async move {
+        let mut id = String::new();
         loop {
             if let Some(Ok(Message::Text(t))) = ws.next().await {
+                let v: Value = serde_json::from_str(&t).expect("json");
+                if v["type"] == "response.created" {
+                    id = v["response"]["id"].as_str().unwrap_or_default().to_string();
+                }
                 if t.contains("custom_tool_call") {
-                    return ws;
+                    return (ws, id);
                 }
             }
         }
     };
-    h.upstream.push(Script::default().with_tool(ToolCallScript::custom("slow", "z")));
-    let before = h.upstream.requests().len();
-    let mut ws = connect(&h).await;
-    send(&mut ws, create(false)).await;
-    let ws = until_call(ws).await;
-    drop(ws);
-    tokio::time::sleep(Duration::from_millis(800)).await;
-    assert_eq!(probe.completed.load(SeqCst), 0, "store:false: the running tool was stopped");
-    assert_eq!(h.upstream.requests().len(), before + 1, "and no further round started");
-
-    h.upstream.push(Script::default().with_tool(ToolCallScript::custom("slow", "z")));
-    h.upstream.push(Script::text(&["done"]));
-    let before = h.upstream.requests().len();
-    let mut ws = connect(&h).await;
-    send(&mut ws, create(true)).await;
-    let ws = until_call(ws).await;
-    drop(ws);
-    for _ in 0..100 {
-        if h.upstream.requests().len() == before + 2 {
-            break;
+    for store in [false, true] {
+        h.upstream.push(Script::default().with_tool(ToolCallScript::custom("slow", "z")));
+        h.upstream.push(Script::text(&["never"]));
+        let (before, done) = (h.upstream.requests().len(), probe.completed.load(SeqCst));
+        let mut ws = connect(&h).await;
+        send(&mut ws, create(store)).await;
+        let (ws, id) = until_call(ws).await;
+        drop(ws);
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        assert_eq!(probe.completed.load(SeqCst), done, "store:{store}: the running tool was stopped");
+        assert_eq!(h.upstream.requests().len(), before + 1, "store:{store}: no further round started");
+        let (status, stored) = h.call(reqwest::Method::GET, &format!("/v1/responses/{id}"), None).await;
+        if store {
+            assert_eq!((status, stored["status"].as_str()), (200, Some("incomplete")), "stored as it was: {stored}");
+        } else {
+            assert_eq!(status, 404);
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        h.upstream.reset();
     }
-    assert_eq!(h.upstream.requests().len(), before + 2, "store:true runs to its end");
 }
 
 #[tokio::test]

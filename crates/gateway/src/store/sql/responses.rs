@@ -151,19 +151,25 @@ impl SqlStore {
 
     /// The end-of-turn write, in one transaction. With a conversation the first statement
     /// checks and releases the lease (and takes SQLite's write lock, so the transaction
-    /// never has to upgrade a read lock); a lost lease rolls everything back.
+    /// never has to upgrade a read lock); a lost lease rolls everything back. Large values
+    /// are moved into their statements (not copied) and those statements are not cached,
+    /// so that the database library's copies of them are freed with the statement (issue 28).
     pub(super) async fn save(&self, turn: TurnRecord) -> Result<(), StoreError> {
-        let transcript = to_json(&turn.transcript)?;
-        let tool_results = if turn.stored.is_some() { turn.tool_results.as_slice() } else { &[] };
-        let Some(conv) = &turn.conversation else {
-            if let Some(stored) = &turn.stored {
+        let TurnRecord { project, response_id, created_at, status, previous_response_id, stored, transcript, conversation, tool_results } = turn;
+        let json = to_json(&transcript)?;
+        drop(transcript);
+        let transcript = json;
+        let tool_results = if stored.is_some() { tool_results } else { Vec::new() };
+        let row = TurnRow { response_id: &response_id, created_at, status: &status, previous_response_id: previous_response_id.as_deref(), project: &project };
+        let Some(conv) = conversation else {
+            if let Some(stored) = stored {
                 if tool_results.is_empty() {
                     // One statement is atomic on its own: no transaction round trips.
-                    insert_response(&turn, stored, &transcript).execute(&self.pool).await.map_err(db_err)?;
+                    insert_response(&row, None, stored, transcript).execute(&self.pool).await.map_err(db_err)?;
                 } else {
                     let mut tx = self.pool.begin().await.map_err(db_err)?;
-                    insert_response(&turn, stored, &transcript).execute(&mut *tx).await.map_err(db_err)?;
-                    insert_tool_results(&mut tx, &turn.project, &turn.response_id, tool_results).await?;
+                    insert_response(&row, None, stored, transcript).execute(&mut *tx).await.map_err(db_err)?;
+                    insert_tool_results(&mut tx, &project, &response_id, &tool_results).await?;
                     tx.commit().await.map_err(db_err)?;
                 }
             }
@@ -171,6 +177,12 @@ impl SqlStore {
         };
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         let n = i64::try_from(conv.items.len()).unwrap_or(i64::MAX);
+        // The response row needs the transcript too: the conversation's copy is the clone.
+        let (for_conversation, for_response) = match stored.is_some() {
+            true => (transcript.clone(), Some(transcript)),
+            false => (transcript, None),
+        };
+        let large = for_conversation.len() >= LARGE_VALUE;
         let updated = sqlx::query(
             "UPDATE conversations SET next_seq = next_seq + $3, version = version + 1, transcript = $4, \
              transcript_version = CASE WHEN version = $5 THEN version + 1 ELSE NULL END, \
@@ -179,8 +191,9 @@ impl SqlStore {
         .bind(&conv.id)
         .bind(&conv.lease_owner)
         .bind(n)
-        .bind(&transcript)
+        .bind(for_conversation)
         .bind(conv.version)
+        .persistent(!large)
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
@@ -195,13 +208,26 @@ impl SqlStore {
         // Items whose id is already in the conversation (a client replaying an item)
         // are not added twice.
         insert_items(&mut tx, &conv.id, next - n, &conv.items, true).await?;
-        if let Some(stored) = &turn.stored {
-            insert_response(&turn, stored, &transcript).execute(&mut *tx).await.map_err(db_err)?;
-            insert_tool_results(&mut tx, &turn.project, &turn.response_id, tool_results).await?;
+        if let (Some(stored), Some(transcript)) = (stored, for_response) {
+            insert_response(&row, Some(&conv.id), stored, transcript).execute(&mut *tx).await.map_err(db_err)?;
+            insert_tool_results(&mut tx, &project, &response_id, &tool_results).await?;
         }
         tx.commit().await.map_err(db_err)?;
         Ok(())
     }
+}
+
+/// A value at least this large (bytes) is bound in a statement that is not cached: a
+/// cached statement keeps the database library's copy of its values until it runs again.
+pub(super) const LARGE_VALUE: usize = 64 << 10;
+
+/// The small columns of a `responses` row.
+struct TurnRow<'a> {
+    response_id: &'a str,
+    created_at: i64,
+    status: &'a str,
+    previous_response_id: Option<&'a str>,
+    project: &'a str,
 }
 
 /// The `tool_results` rows of a turn (an item id already stored keeps its first row).
@@ -228,21 +254,23 @@ async fn insert_tool_results(
     Ok(())
 }
 
-/// The `responses` row of a turn.
-fn insert_response<'q>(turn: &'q TurnRecord, stored: &'q StoredResponse, transcript: &'q str) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+/// The `responses` row of a turn; its JSON columns are moved in.
+fn insert_response<'q>(row: &TurnRow<'q>, conversation_id: Option<&'q str>, stored: StoredResponse, transcript: String) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    let large = stored.response.len() + stored.input_items.len() + transcript.len() >= LARGE_VALUE;
     sqlx::query(
         "INSERT INTO responses (id, created_at, status, previous_response_id, conversation_id, response, input_items, transcript, project) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
     )
-    .bind(&turn.response_id)
-    .bind(turn.created_at)
-    .bind(&turn.status)
-    .bind(turn.previous_response_id.as_deref())
-    .bind(turn.conversation.as_ref().map(|c| c.id.as_str()))
-    .bind(stored.response.as_str())
-    .bind(stored.input_items.as_str())
+    .bind(row.response_id)
+    .bind(row.created_at)
+    .bind(row.status)
+    .bind(row.previous_response_id)
+    .bind(conversation_id)
+    .bind(stored.response)
+    .bind(stored.input_items)
     .bind(transcript)
-    .bind(turn.project.as_str())
+    .bind(row.project)
+    .persistent(!large)
 }
 
 /// Inserts items at `seq`, `seq + 1`, …; `skip_existing` leaves out ids already present.
@@ -261,11 +289,14 @@ pub(super) async fn insert_items(
     };
     for (i, item) in items.iter().enumerate() {
         let seq = first_seq + i64::try_from(i).unwrap_or(i64::MAX);
+        let json = to_json(item)?;
+        let large = json.len() >= LARGE_VALUE;
         let done = sqlx::query(sql)
             .bind(conversation_id)
             .bind(seq)
             .bind(item_id(item))
-            .bind(to_json(item)?)
+            .bind(json)
+            .persistent(!large)
             .execute(&mut **tx)
             .await
             .map_err(db_err)?;

@@ -48,7 +48,9 @@ impl SqlStore {
         } else {
             RUN.to_string()
         };
-        let run = sqlx::query(&sql).bind(id).bind(project).bind(now_ms()).bind(request).bind(response).bind(max);
+        // A large request is not kept by a cached statement (`responses::LARGE_VALUE`).
+        let large = request.len() >= super::responses::LARGE_VALUE;
+        let run = sqlx::query(&sql).bind(id).bind(project).bind(now_ms()).bind(request).bind(response).bind(max).persistent(!large);
         if one_statement {
             let done = run.bind(array).execute(&self.pool).await.map_err(db_err)?;
             return Ok(done.rows_affected() > 0);

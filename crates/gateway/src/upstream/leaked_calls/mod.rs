@@ -260,5 +260,12 @@ impl LeakFilter {
     }
 }
 
+/// True when `text` holds a whole call marker (`<tool_call>`, `[TOOL_CALLS]`,
+/// `<|python_tag|>`): call markup, recovered or not, that is never taken for an answer
+/// (issue 28).
+pub fn has_call_markup(text: &str) -> bool {
+    find_marker(text).is_some()
+}
+
 #[cfg(test)]
 mod tests;

@@ -103,12 +103,15 @@ impl RunLog {
         loop {
             let (len, state) = *changes.borrow_and_update();
             if len > next {
-                for event in self.since(next) {
+                // `since` may hold more than `len`: an event pushed after the count was read
+                // (the count is updated after the push). Go on after what was sent.
+                let events = self.since(next);
+                next += events.len();
+                for event in events {
                     if tx.send(event).is_err() {
                         return Followed::Done;
                     }
                 }
-                next = len;
             }
             if state != State::Open {
                 // Frames pushed between the read and the close.
@@ -254,6 +257,28 @@ mod tests {
         let legacy = "event: response.failed\ndata: {\"type\":\"response.failed\"}\n\n".to_string();
         assert!(is_terminal(&event_of_row(legacy)), "a row of an SSE frame reads as its event");
         assert_eq!(event_of_row("{\"type\":\"x\"}".into()), "{\"type\":\"x\"}");
+    }
+
+    /// An event pushed between the follower's read of the count and its read of the events
+    /// is sent once (it was sent twice: a background stream under load repeated a delta).
+    #[tokio::test]
+    async fn an_event_pushed_while_the_count_is_read_is_sent_once() {
+        let log = RunLog::new();
+        log.push(Bytes::from_static(b"a"));
+        // The second push's event is in the vector, its count not yet announced.
+        log.events.lock().unwrap().push(Bytes::from_static(b"b"));
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let follower = {
+            let log = log.clone();
+            tokio::spawn(async move { log.follow(None, &tx, None).await })
+        };
+        tokio::task::yield_now().await;
+        log.len.send_modify(|l| l.0 = 2);
+        log.push(Bytes::from_static(b"c"));
+        log.close();
+        assert_eq!(follower.await.unwrap(), Followed::Done);
+        let got: Vec<Bytes> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+        assert_eq!(got, vec![Bytes::from_static(b"a"), Bytes::from_static(b"b"), Bytes::from_static(b"c")]);
     }
 
     #[tokio::test]

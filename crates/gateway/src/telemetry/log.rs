@@ -94,7 +94,9 @@ where
 {
     let layer = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
     match format {
-        LogFormat::Text => layer.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).boxed(),
+        // Colored on a terminal; else the same layout written lean (`telemetry::text`).
+        LogFormat::Text if std::io::IsTerminal::is_terminal(&std::io::stderr()) => layer.with_ansi(true).boxed(),
+        LogFormat::Text => layer.with_ansi(false).event_format(super::text::LeanText).fmt_fields(super::text::LeanFields).boxed(),
         LogFormat::Json => layer.json().flatten_event(true).with_current_span(true).with_span_list(true).boxed(),
     }
 }

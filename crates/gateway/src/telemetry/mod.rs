@@ -10,6 +10,7 @@ pub mod observer;
 #[cfg(feature = "otel")]
 pub mod otel;
 pub mod store;
+pub mod text;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};

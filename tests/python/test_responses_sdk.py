@@ -145,7 +145,9 @@ DELTAS = ["Hel", "lo", ", ", "wor", "ld", "!"]
 
 
 def test_stream_helper_final_response_and_raw_twin(client, upstream, gateway):
-    script = {"text": DELTAS, "usage": USAGE_SCRIPT}
+    # The chunks 20 ms apart: each arrives on its own, so each is its own delta (chunks that
+    # arrive together leave as one delta, issue 34).
+    script = {"text": DELTAS, "usage": USAGE_SCRIPT, "token_delay_ms": 20}
 
     upstream.push(script)
     with client.responses.stream(model=MODEL, input="hi") as stream:

@@ -110,7 +110,9 @@ struct RunArgs {
     /// What a complete answer holds [default: function-call with --tool, else text].
     #[arg(long, value_enum)]
     expect: Option<Expect>,
-    /// Streamed text answers must have exactly this many text deltas.
+    /// Streamed text answers carry this many tokens: from the upstream exactly this many
+    /// text chunks; from the gateway 1 to this many text deltas (text that arrived together
+    /// is one delta) whose text adds up to `response.output_text.done`'s.
     #[arg(long)]
     expect_deltas: Option<usize>,
     /// Scripted-upstream origin (http://127.0.0.1:PORT) for --push-script.
@@ -483,6 +485,18 @@ struct SseCheck {
     /// Gateway: `response.completed` seen; upstream: `[DONE]` seen.
     complete: bool,
     failure: Option<String>,
+    /// Gateway: the event whose `data:` line comes next, when its text is measured.
+    measure: Option<Measured>,
+    /// Gateway: the JSON-escaped bytes of every text delta, and of `output_text.done`'s text.
+    delta_bytes: usize,
+    done_bytes: Option<usize>,
+}
+
+/// The gateway events whose text the check measures.
+#[derive(Clone, Copy)]
+enum Measured {
+    Delta,
+    Done,
 }
 
 #[derive(Deserialize)]
@@ -513,6 +527,9 @@ impl SseCheck {
             arg_deltas: 0,
             complete: false,
             failure: None,
+            measure: None,
+            delta_bytes: 0,
+            done_bytes: None,
         }
     }
 
@@ -524,7 +541,21 @@ impl SseCheck {
             let line = &self.buf[pos..end];
             let line = line.strip_suffix(b"\r").unwrap_or(line);
             let (text, args) = match self.target {
-                Target::Gateway => gateway_line(line, &mut self.complete, &mut self.failure),
+                Target::Gateway => {
+                    if let Some(m) = self.measure.take().filter(|_| line.starts_with(b"data:")) {
+                        let (key, into): (&[u8], _) = match m {
+                            Measured::Delta => (b"\"delta\":\"", &mut self.delta_bytes),
+                            Measured::Done => (b"\"text\":\"", self.done_bytes.get_or_insert(0)),
+                        };
+                        *into += json_string_len(line, key);
+                    }
+                    if line == b"event: response.output_text.delta" {
+                        self.measure = Some(Measured::Delta);
+                    } else if line == b"event: response.output_text.done" {
+                        self.measure = Some(Measured::Done);
+                    }
+                    gateway_line(line, &mut self.complete, &mut self.failure)
+                }
                 Target::Upstream => upstream_line(line, &mut self.complete)?,
             };
             if (text || args) && self.first_delta.is_none() {
@@ -550,9 +581,20 @@ impl SseCheck {
         }
         match expect {
             Expect::Text => {
+                // The upstream sends one chunk per token. The gateway sends text that arrived
+                // together as one delta: 1 to N deltas, which add up to the done event's text
+                // (a repeated or lost delta does not).
                 if let Some(n) = expect_deltas {
-                    if self.text_deltas != n {
+                    if self.target == Target::Upstream && self.text_deltas != n {
                         bail!("{} text deltas (want {n})", self.text_deltas);
+                    }
+                    if self.target == Target::Gateway {
+                        if self.text_deltas == 0 || self.text_deltas > n {
+                            bail!("{} text deltas (want 1 to {n})", self.text_deltas);
+                        }
+                        if self.done_bytes != Some(self.delta_bytes) {
+                            bail!("the deltas hold {} bytes of text, the done event {:?}", self.delta_bytes, self.done_bytes);
+                        }
                     }
                 } else if self.text_deltas == 0 {
                     bail!("no text deltas");
@@ -563,6 +605,18 @@ impl SseCheck {
         }
         Ok(())
     }
+}
+
+/// The length in bytes, as written (escapes counted as written), of the JSON string that
+/// follows `key` (which ends with the opening quote) in `line`; 0 without `key`.
+fn json_string_len(line: &[u8], key: &[u8]) -> usize {
+    let Some(at) = line.windows(key.len()).position(|w| w == key) else { return 0 };
+    let rest = &line[at + key.len()..];
+    let mut i = 0;
+    while i < rest.len() && rest[i] != b'"' {
+        i += if rest[i] == b'\\' { 2 } else { 1 };
+    }
+    i.min(rest.len())
 }
 
 /// One gateway SSE line: (text delta?, function-call argument delta?).
@@ -707,4 +761,34 @@ async fn queued_scripts(control: &str) -> anyhow::Result<u64> {
         .json()
         .await?;
     v["queued"].as_u64().context("no `queued` in the control answer")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_json_string_is_measured_as_written() {
+        let line = br#"data: {"type":"x","delta":"a \"q\" \\ b","n":1}"#;
+        assert_eq!(json_string_len(line, b"\"delta\":\""), r#"a \"q\" \\ b"#.len());
+        assert_eq!(json_string_len(line, b"\"text\":\""), 0);
+    }
+
+    /// Two deltas that add up to the done text pass; a repeated delta fails.
+    #[test]
+    fn gateway_deltas_must_add_up_to_the_done_text() {
+        let stream = |deltas: &[&str]| {
+            let mut sse = String::new();
+            for d in deltas {
+                sse += &format!("event: response.output_text.delta\ndata: {{\"delta\":\"{d}\"}}\n\n");
+            }
+            sse += "event: response.output_text.done\ndata: {\"text\":\"Hello\"}\n\nevent: response.completed\ndata: {}\n\n";
+            let mut check = SseCheck::new(Target::Gateway);
+            check.feed(sse.as_bytes(), Instant::now()).unwrap();
+            check.finish(Expect::Text, Some(4))
+        };
+        assert!(stream(&["Hel", "lo"]).is_ok());
+        assert!(stream(&["Hel", "lo", "lo"]).is_err());
+        assert!(stream(&["H", "e", "l", "l", "o"]).is_err(), "more deltas than tokens");
+    }
 }

@@ -1,12 +1,14 @@
 //! One streamed round read from SSE (framing by the `sse-stream` crate), whatever the wire
 //! API: every wait bounded by the idle timeout, errors classified and redacted; an
-//! [`SseParser`] per API says what each event means.
+//! [`SseParser`] per API says what each event means. Fragments that have already arrived
+//! together (text, reasoning, refusal, one call's arguments) leave as one event: the
+//! stream never waits for more, it only takes what is there (issue 34).
 
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::Poll;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -41,12 +43,16 @@ pub struct SseRound<P> {
     parser: P,
     /// Credentials to redact from error messages (`ChatCompletions::secrets`).
     secrets: Arc<Secrets>,
+    /// What reading ahead for fragments found that is not one (the end, an error).
+    ahead: Option<Next>,
 }
 
 enum Next {
     Event(Result<Sse, sse_stream::Error>),
     End,
     Idle,
+    /// The parser refused an event read ahead.
+    Failed(UpstreamError),
 }
 
 impl<P: SseParser> SseRound<P> {
@@ -66,6 +72,7 @@ impl<P: SseParser> SseRound<P> {
             done: false,
             parser,
             secrets: Arc::default(),
+            ahead: None,
         }
     }
 
@@ -76,6 +83,9 @@ impl<P: SseParser> SseRound<P> {
     }
 
     async fn poll_event(&mut self) -> Next {
+        if let Some(next) = self.ahead.take() {
+            return next;
+        }
         let (events, deadline, idle, last) = (&mut self.events, &mut self.deadline, self.idle, self.last_data);
         std::future::poll_fn(|cx| {
             if let Poll::Ready(item) = events.as_mut().poll_next(cx) {
@@ -110,7 +120,10 @@ impl<P: SseParser> SseRound<P> {
 
     async fn next_raw(&mut self) -> Option<Result<UpstreamEvent, UpstreamError>> {
         loop {
-            if let Some(e) = self.pending.pop_front() {
+            if let Some(mut e) = self.pending.pop_front() {
+                if self.pending.is_empty() && is_fragment(&e) {
+                    self.coalesce(&mut e);
+                }
                 return Some(Ok(e));
             }
             if self.done {
@@ -135,23 +148,79 @@ impl<P: SseParser> SseRound<P> {
                         other => UpstreamError::Protocol(other.to_string()),
                     }));
                 }
-                Next::Event(Ok(ev)) => ev,
-            };
-            self.last_data = Instant::now();
-            let Some(data) = ev.data.as_deref() else { continue };
-            if data.is_empty() {
-                continue;
-            }
-            match self.parser.parse(ev.event.as_deref(), data, &mut self.pending) {
-                Ok(false) => {}
-                Ok(true) => self.done = true,
-                Err(e) => {
+                Next::Failed(e) => {
                     self.done = true;
                     return Some(Err(e));
                 }
+                Next::Event(Ok(ev)) => ev,
+            };
+            if let Err(e) = self.take(&ev) {
+                self.done = true;
+                return Some(Err(e));
             }
         }
     }
+
+    /// Parses one SSE event into `pending`.
+    fn take(&mut self, ev: &Sse) -> Result<(), UpstreamError> {
+        self.last_data = Instant::now();
+        let Some(data) = ev.data.as_deref().filter(|d| !d.is_empty()) else { return Ok(()) };
+        if self.parser.parse(ev.event.as_deref(), data, &mut self.pending)? {
+            self.done = true;
+        }
+        Ok(())
+    }
+
+    /// Folds into `first` the fragments that continue it among the events already here:
+    /// polled without a waker, so nothing is waited for. Stops at the first event that does
+    /// not continue it (kept in `pending`), or at the end or an error (kept in `ahead`).
+    fn coalesce(&mut self, first: &mut UpstreamEvent) {
+        let mut cx = Context::from_waker(futures_util::task::noop_waker_ref());
+        while self.pending.is_empty() && !self.done && self.ahead.is_none() {
+            match self.events.as_mut().poll_next(&mut cx) {
+                Poll::Pending => return,
+                Poll::Ready(None) => self.ahead = Some(Next::End),
+                Poll::Ready(Some(Err(e))) => self.ahead = Some(Next::Event(Err(e))),
+                Poll::Ready(Some(Ok(ev))) => {
+                    if let Err(e) = self.take(&ev) {
+                        self.ahead = Some(Next::Failed(e));
+                    }
+                }
+            }
+            while let Some(next) = self.pending.front() {
+                if !continue_with(first, next) {
+                    return;
+                }
+                self.pending.pop_front();
+            }
+        }
+    }
+}
+
+/// True for an event that a later one may continue.
+fn is_fragment(e: &UpstreamEvent) -> bool {
+    matches!(
+        e,
+        UpstreamEvent::Text(_)
+            | UpstreamEvent::Refusal(_)
+            | UpstreamEvent::Reasoning(_)
+            | UpstreamEvent::ToolCall { arguments: Some(_), .. }
+    )
+}
+
+/// Appends `next` to `into` when it continues it: text after text (and so for refusal and
+/// reasoning), or more arguments of the same call (no new id or name). False otherwise.
+fn continue_with(into: &mut UpstreamEvent, next: &UpstreamEvent) -> bool {
+    use UpstreamEvent::{Reasoning, Refusal, Text, ToolCall};
+    match (into, next) {
+        (Text(a), Text(b)) | (Refusal(a), Refusal(b)) | (Reasoning(a), Reasoning(b)) => a.push_str(b),
+        (
+            ToolCall { index: i, arguments: Some(a), .. },
+            ToolCall { index: j, id: None, name: None, arguments: Some(b) },
+        ) if i == j => a.push_str(b),
+        _ => return false,
+    }
+    true
 }
 
 impl<P: SseParser + 'static> SseRound<P> {
@@ -166,5 +235,80 @@ impl<P: SseParser + 'static> SseRound<P> {
             Some((ev, (rs, model)))
         });
         Box::pin(events)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+
+    use super::*;
+    use crate::upstream::chat::RoundStream;
+
+    fn chunk(delta: &str) -> String {
+        format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{delta}}}]}}\n\n")
+    }
+
+    async fn all(mut round: RoundStream) -> Vec<UpstreamEvent> {
+        let mut out = Vec::new();
+        while let Some(e) = round.next().await {
+            out.push(e.unwrap());
+        }
+        out
+    }
+
+    fn texts(events: &[UpstreamEvent]) -> Vec<&str> {
+        events.iter().filter_map(|e| if let UpstreamEvent::Text(t) = e { Some(t.as_str()) } else { None }).collect()
+    }
+
+    /// Text that arrived in one read leaves as one event; what follows it is kept in order.
+    #[tokio::test]
+    async fn fragments_that_arrived_together_are_one_event() {
+        let body = [
+            chunk(r#"{"content":"Hel"}"#),
+            chunk(r#"{"content":"lo"}"#),
+            chunk(r#"{"content":", world"}"#),
+            chunk(r#"{"tool_calls":[{"index":0,"id":"c1","function":{"name":"f","arguments":"{\"a\""}}]}"#),
+            chunk(r#"{"tool_calls":[{"index":0,"function":{"arguments":":1}"}}]}"#),
+            chunk(r#"{"tool_calls":[{"index":1,"id":"c2","function":{"name":"g","arguments":"{}"}}]}"#),
+            "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n".into(),
+        ]
+        .concat();
+        let bytes = futures_util::stream::iter([Ok::<_, Infallible>(Bytes::from(body))]);
+        let events = all(RoundStream::new(bytes, Duration::from_secs(5))).await;
+        assert_eq!(texts(&events), ["Hello, world"]);
+        let calls: Vec<_> = events
+            .iter()
+            .filter_map(|e| match e {
+                UpstreamEvent::ToolCall { index, id, arguments, .. } => Some((*index, id.clone(), arguments.clone())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            calls,
+            [(0, Some("c1".to_string()), Some("{\"a\":1}".to_string())), (1, Some("c2".to_string()), Some("{}".to_string()))]
+        );
+        assert!(matches!(events.last(), Some(UpstreamEvent::Finish(_))), "{events:?}");
+    }
+
+    /// Nothing is held back: a fragment leaves while the next one has not arrived.
+    #[tokio::test]
+    async fn a_fragment_is_never_held_for_the_next() {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Result<Bytes, Infallible>>();
+        let bytes = tokio_stream_of(rx);
+        let mut round = RoundStream::new(bytes, Duration::from_secs(5));
+        tx.send(Ok(Bytes::from(chunk(r#"{"content":"a"}"#)))).unwrap();
+        let first = tokio::time::timeout(Duration::from_secs(5), round.next()).await.unwrap();
+        assert!(matches!(first, Some(Ok(UpstreamEvent::Text(ref t))) if t == "a"), "{first:?}");
+        tx.send(Ok(Bytes::from(chunk(r#"{"content":"b"}"#) + &chunk(r#"{"content":"c"}"#)))).unwrap();
+        drop(tx);
+        let second = round.next().await;
+        assert!(matches!(second, Some(Ok(UpstreamEvent::Text(ref t))) if t == "bc"), "{second:?}");
+        // The body ended before [DONE]: the error comes after the text.
+        assert!(matches!(round.next().await, Some(Err(UpstreamError::Protocol(_)))));
+    }
+
+    fn tokio_stream_of<T: Send + 'static>(mut rx: tokio::sync::mpsc::UnboundedReceiver<T>) -> impl Stream<Item = T> + Send {
+        futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
     }
 }

@@ -3,11 +3,13 @@
 # unlike CPU time, does not move with the machine's speed (run it on an idle machine: how
 # upstream chunks batch depends on timing). See bench/README.md.
 #
-#   bench/instructions.sh [--no-build] [--requests N] [--keep DIR] [--syscalls] [--bin-dir DIR] [SCENARIO ...]
+#   bench/instructions.sh [--no-build] [--requests N] [--keep DIR] [--syscalls] [--bin-dir DIR]
+#                         [--token-delay-ms MS] [--warmup N] [--baseline FILE [--tolerance PCT]] [SCENARIO ...]
 #
 # Scenarios: tool (one client-owned function tool, not streamed, store:false), stream
-# (64-token streamed answer, store:false), tool-stored, stream-stored (store: true);
-# tool-responses and stream-responses are tool and stream with the gateway on the same
+# (64-token streamed answer, store:false), tool-stored, stream-stored (store: true),
+# stream-background (the stream with background: true: every event also goes to the run
+# log); tool-responses and stream-responses are tool and stream with the gateway on the same
 # scripted model's /v1/responses (upstream.api = "responses").
 # Each runs the gateway under callgrind twice, with 20 and 20+N requests (default N=400;
 # the load generator's warm-up runs in both), and prints (total2 - total1) / N: startup,
@@ -17,6 +19,13 @@
 # `callgrind_annotate DIR/cg.tool.420.out` by function, file and line. --bin-dir DIR runs
 # the binaries in DIR instead (the CI guard runs the debug build). --syscalls counts system
 # calls instead (strace -f -c), per request and by kind: the kernel work callgrind does not see.
+# --token-delay-ms MS: the scripted model waits MS between tokens (default 0). At 0 the tokens
+# of a stream arrive together and the gateway sends them as few deltas, how few depending on
+# timing; with a delay each token is its own delta, and the count repeats within ~2 %.
+# --warmup N: the load generator's warm-up requests (in both runs; default its own, 100).
+# --baseline FILE (the CI guard, scripts/test.sh): FILE has lines `SCENARIO INSTRUCTIONS`;
+# the scenarios are FILE's, and the script exits 1 when one costs more than PCT % (default 10)
+# over its line. Raising a baseline is a commit of its own that says why.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -25,6 +34,10 @@ BUILD=1
 REQUESTS=400
 KEEP=""
 SYSCALLS=0
+BASELINE=""
+TOLERANCE=10
+TOKEN_DELAY=0
+WARMUP=()
 ONLY=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -33,12 +46,24 @@ while [ $# -gt 0 ]; do
         --keep) KEEP="$2"; shift ;;
         --syscalls) SYSCALLS=1 ;;
         --bin-dir) BIN="$(cd "$2" && pwd)"; BUILD=0; shift ;;
-        -h|--help) sed -n 2,18p "$0"; exit 0 ;;
+        --baseline) BASELINE="$2"; shift ;;
+        --tolerance) TOLERANCE="$2"; shift ;;
+        --token-delay-ms) TOKEN_DELAY="$2"; shift ;;
+        --warmup) WARMUP=(--warmup "$2"); shift ;;
+        -h|--help) sed -n 2,27p "$0"; exit 0 ;;
         -*) echo "unknown flag: $1" >&2; exit 2 ;;
         *) ONLY+=("$1") ;;
     esac
     shift
 done
+if [ -n "$BASELINE" ]; then
+    [ -f "$BASELINE" ] || { echo "no baseline file $BASELINE" >&2; exit 2; }
+    [ "$SYSCALLS" = 0 ] || { echo "--baseline counts instructions, not system calls" >&2; exit 2; }
+    [ "${#ONLY[@]}" = 0 ] || { echo "--baseline takes its scenarios from the file" >&2; exit 2; }
+    while read -r name _; do
+        case "$name" in ''|'#'*) ;; *) ONLY+=("$name") ;; esac
+    done < "$BASELINE"
+fi
 [ "${#ONLY[@]}" -gt 0 ] || ONLY=(tool stream tool-stored stream-stored)
 if [ "$SYSCALLS" = 1 ]; then
     command -v strace > /dev/null || { echo "strace is required (apt-get install strace)" >&2; exit 1; }
@@ -75,7 +100,7 @@ await_line() {
     return 1
 }
 
-"$BIN/scripted-upstream" --listen 127.0.0.1:0 --default-tokens 64 --token-delay-ms 0 --no-record > "$TMP/upstream.out" 2>&1 &
+"$BIN/scripted-upstream" --listen 127.0.0.1:0 --default-tokens 64 --token-delay-ms "$TOKEN_DELAY" --no-record > "$TMP/upstream.out" 2>&1 &
 PIDS+=($!)
 UPSTREAM="$(await_line "$TMP/upstream.out" '^LISTENING (http://[^ ]+)')"
 
@@ -94,6 +119,7 @@ total_instructions() {
         tool-stored) body="{\"model\":\"m\",\"input\":\"hi\",$TOOLS}"; args=(--tool --push-script "$SCRIPT") ;;
         stream) body='{"model":"m","input":"hi","stream":true,"store":false}'; args=(--stream --expect-deltas 64) ;;
         stream-stored) body='{"model":"m","input":"hi","stream":true}'; args=(--stream --expect-deltas 64) ;;
+        stream-background) body='{"model":"m","input":"hi","stream":true,"background":true}'; args=(--stream --expect-deltas 64) ;;
         *) echo "unknown scenario: $scenario" >&2; exit 2 ;;
     esac
     echo "$body" > "$TMP/body.json"
@@ -111,7 +137,7 @@ total_instructions() {
     gateway="http://$(await_line "$log" 'listening on http://([0-9.]+:[0-9]+)')"
     "$BIN/loadgen" wait "$gateway/healthz"
     "$BIN/loadgen" run --scenario "$scenario" --target gateway --base-url "$gateway/v1" --control-url "$UPSTREAM" \
-        --body-file "$TMP/body.json" --concurrency 1 --requests "$n" "${args[@]}" > /dev/null
+        --body-file "$TMP/body.json" --concurrency 1 --requests "$n" "${WARMUP[@]}" "${args[@]}" > /dev/null
     kill -INT "$pid"
     wait "$pid" 2>/dev/null || true
     [ -z "$KEEP" ] || { mkdir -p "$KEEP" && cp "$out" "$KEEP/"; }
@@ -136,14 +162,30 @@ syscall_kinds() {
 
 unit="instr/request"
 [ "$SYSCALLS" = 1 ] && unit="syscalls/request"
-printf '%-14s %16s\n' scenario "$unit"
+if [ -n "$BASELINE" ]; then
+    printf '%-18s %16s %16s %8s\n' scenario "$unit" baseline change
+else
+    printf '%-18s %16s\n' scenario "$unit"
+fi
+over=0
 for s in "${ONLY[@]}"; do
     low="$(total_instructions "$s" 20)"
     high="$(total_instructions "$s" $((20 + REQUESTS)))"
     if [ "$SYSCALLS" = 1 ]; then
-        printf '%-14s %16.2f\n' "$s" "$(echo "($high - $low) / $REQUESTS" | bc -l)"
+        printf '%-18s %16.2f\n' "$s" "$(echo "($high - $low) / $REQUESTS" | bc -l)"
         syscall_kinds "$TMP/cg.$s.20.out" "$TMP/cg.$s.$((20 + REQUESTS)).out" "$REQUESTS"
+    elif [ -n "$BASELINE" ]; then
+        per=$(((high - low) / REQUESTS))
+        base="$(awk -v s="$s" '$1 == s { print $2 }' "$BASELINE")"
+        [ -n "$base" ] && [ "$base" -gt 0 ] || { echo "no baseline for $s in $BASELINE" >&2; exit 2; }
+        change="$(awk -v a="$per" -v b="$base" 'BEGIN { printf "%+.1f%%", (a - b) * 100 / b }')"
+        printf '%-18s %16d %16d %8s\n' "$s" "$per" "$base" "$change"
+        if awk -v a="$per" -v b="$base" -v t="$TOLERANCE" 'BEGIN { exit !(a > b * (1 + t / 100)) }'; then
+            echo "  $s costs more than $TOLERANCE % over its baseline in $BASELINE" >&2
+            over=1
+        fi
     else
-        printf '%-14s %16d\n' "$s" $(((high - low) / REQUESTS))
+        printf '%-18s %16d\n' "$s" $(((high - low) / REQUESTS))
     fi
 done
+exit "$over"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Gateway-vs-direct-upstream benchmark. See bench/README.md.
 #
-#   bench/run.sh [--quick] [--no-build] [SCENARIO ...]
+#   bench/run.sh [--quick] [--no-build] [--bin-dir DIR] [SCENARIO ...]
 #
 # Needs only cargo, bash, coreutils and taskset (util-linux). Builds the release
 # binaries, starts scripted-upstream on the client core and, per scenario, a fresh
@@ -16,10 +16,14 @@ BIN="$ROOT/target/release"
 QUICK=0
 BUILD=1
 ONLY=()
+next_is_bin=0
 for arg in "$@"; do
+    if [ "$next_is_bin" = 1 ]; then BIN="$(cd "$arg" && pwd)"; BUILD=0; next_is_bin=0; continue; fi
     case "$arg" in
         --quick) QUICK=1 ;;
         --no-build) BUILD=0 ;;
+        # The binaries of another build (the `profiling` profile's are release code).
+        --bin-dir) next_is_bin=1 ;;
         -h|--help) head -n 9 "$0" | tail -n +2; exit 0 ;;
         -*) echo "unknown flag: $arg" >&2; exit 2 ;;
         *) ONLY+=("$arg") ;;

@@ -1,7 +1,7 @@
 # A calibration, not a gateway figure: the same loads through nginx (a plain reverse proxy
 # with proxy_buffering off and upstream keep-alive), so the gateway's added TTFT and CPU can
 # be read against what any proxy costs on this machine. Runs only when asked for by name
-# (`bench/run.sh nginx-stream-c1 nginx-tool-c1`) and only where `nginx` is installed; its
+# (`bench/run.sh nginx-stream-c1 nginx-stream-c64 nginx-tool-c1`) and only where `nginx` is installed; its
 # rows report the nginx worker's CPU in the gateway columns.
 
 # measure_nginx NAME LOADGEN-ARGS...: one nginx worker pinned to the gateway core.
@@ -51,4 +51,9 @@ scenario_nginx-stream-c1() {
 scenario_nginx-tool-c1() {
     measure_direct nginx-tool-c1 --tool --push-script "$TOOL_SCRIPT" --concurrency 1 --requests "$(n 10000 300)"
     measure_nginx nginx-tool-c1 --tool --push-script "$TOOL_SCRIPT" --concurrency 1 --requests "$(n 10000 300)"
+}
+
+scenario_nginx-stream-c64() {
+    measure_direct nginx-stream-c64 --stream --expect-deltas "$TOKENS" --concurrency 64 --requests "$(n 20000 3000)"
+    measure_nginx nginx-stream-c64 --stream --expect-deltas "$TOKENS" --concurrency 64 --requests "$(n 20000 3000)"
 }

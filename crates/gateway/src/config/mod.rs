@@ -16,6 +16,7 @@ pub mod background;
 pub mod mcp;
 pub mod file_search;
 pub mod limits;
+pub mod seal;
 pub mod store;
 pub mod telemetry;
 pub mod websocket;
@@ -52,6 +53,8 @@ pub struct Config {
     pub background: background::BackgroundConfig,
     /// `[mcp]`: allowed MCP servers and their timeouts (see [`mcp::McpConfig`]).
     pub mcp: mcp::McpConfig,
+    /// `[seal]`: the key of the gateway's sealed items (see [`seal::SealConfig`]).
+    pub seal: seal::SealConfig,
 }
 
 /// `[web_search]`: where gateway-owned web searches run. A request never selects a backend.
@@ -368,6 +371,7 @@ impl Config {
         }
         self.limits.validate()?;
         self.store.validate()?;
+        self.seal.validate()?;
         if self.metrics.listen.is_some_and(|l| l == self.server.listen) {
             anyhow::bail!("metrics.listen must differ from server.listen (leave it unset to serve /metrics there)");
         }
@@ -419,6 +423,9 @@ impl Config {
     /// would. Errors name the variable and the setting.
     pub fn check_start_secrets(&self) -> anyhow::Result<()> {
         self.upstream_api_key()?;
+        if let Some(var) = self.seal.key_env.as_deref() {
+            Config::secret(Some(var), "seal.key_env")?;
+        }
         if self.store.backend == store::BackendKind::Postgres {
             let var = self.store.url_env.as_deref().ok_or_else(|| anyhow::anyhow!("store.url_env is not set"))?;
             Config::secret(Some(var), "store.url_env")?;

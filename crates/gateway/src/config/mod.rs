@@ -240,6 +240,27 @@ pub struct UpstreamConfig {
     /// to execute, instead of functions: `custom` (both APIs), and on a Responses upstream
     /// `file_search` and `web_search` (the gateway still runs the search). Default none.
     pub native_tools: Vec<String>,
+    /// Which assistant messages carry the model's reasoning back to a chat upstream, in the
+    /// field the server wrote it in (`reasoning_content` or `reasoning`): `tool_rounds`
+    /// (the default), `always` or `never`. A Responses upstream always gets its reasoning
+    /// items back.
+    pub reasoning_handback: ReasoningHandback,
+}
+
+/// `upstream.reasoning_handback` (docs/behaviour.md "Reasoning models").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningHandback {
+    /// The assistant messages of a user turn in which the model called tools (its call
+    /// rounds and the answer that ends them), as DeepSeek (V3.2, V4), Kimi K2 and gpt-oss
+    /// require and Qwen3's template renders; a plain chat turn's reasoning is left out
+    /// (deepseek-reasoner refuses it, others ignore it).
+    #[default]
+    ToolRounds,
+    /// Every assistant message that has reasoning.
+    Always,
+    /// None (servers that refuse the field).
+    Never,
 }
 
 impl Default for ServerConfig {
@@ -270,6 +291,7 @@ impl Default for UpstreamConfig {
             connect_timeout_ms: 10_000,
             pool_idle_timeout_ms: 4_000,
             native_tools: Vec::new(),
+            reasoning_handback: ReasoningHandback::ToolRounds,
         }
     }
 }

@@ -41,6 +41,9 @@ pub struct SseRound<P> {
     parser: P,
     /// Credentials to redact from error messages (`ChatCompletions::secrets`).
     secrets: Arc<Secrets>,
+    /// An error the parser reported after events of the same SSE event (a failed
+    /// response's usage): given once those are.
+    failed: Option<UpstreamError>,
 }
 
 enum Next {
@@ -66,6 +69,7 @@ impl<P: SseParser> SseRound<P> {
             done: false,
             parser,
             secrets: Arc::default(),
+            failed: None,
         }
     }
 
@@ -113,6 +117,9 @@ impl<P: SseParser> SseRound<P> {
             if let Some(e) = self.pending.pop_front() {
                 return Some(Ok(e));
             }
+            if let Some(e) = self.failed.take() {
+                return Some(Err(e));
+            }
             if self.done {
                 return None;
             }
@@ -147,6 +154,11 @@ impl<P: SseParser> SseRound<P> {
                 Ok(true) => self.done = true,
                 Err(e) => {
                     self.done = true;
+                    // What the event said before the error (its usage) comes first.
+                    if !self.pending.is_empty() {
+                        self.failed = Some(e);
+                        continue;
+                    }
                     return Some(Err(e));
                 }
             }

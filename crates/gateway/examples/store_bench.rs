@@ -132,7 +132,7 @@ async fn bench(name: &str, store: SqlStore, turns: usize) -> anyhow::Result<()> 
     }
     let registry = Arc::new(Registry::default());
     let caps = Default::default();
-    let ctx = Context { models: None, reject_unknown: false, registry: &registry, caps: &caps, store: &store, project: "default", lease_ttl_ms: 30_000, sizes: Default::default(), ping_store: true, worker: false, previous: Default::default() };
+    let ctx = Context { models: None, reject_unknown: false, registry: &registry, caps: &caps, store: &store, project: "default", lease_ttl_ms: 30_000, sizes: Default::default(), ping_store: true, worker: false, previous: Default::default(), sealer: None };
     let body = json!({"model":"m","previous_response_id": previous, "input": "And a fourth point?", "store": false}).to_string();
     let mut lat = Vec::new();
     for i in 0..500 {

@@ -11,6 +11,7 @@ pub mod events;
 pub mod executors;
 pub mod http;
 pub mod memory;
+pub mod seal;
 pub mod service;
 pub mod store;
 pub mod telemetry;

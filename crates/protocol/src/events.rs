@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::output::{Annotation, OutputContent, OutputItem};
+use crate::output::{Annotation, OutputContent, OutputItem, ReasoningSummary};
 use crate::response::Response;
 
 /// One SSE event: `{"type": …, …payload, "sequence_number": n}` (contract §8.1).
@@ -108,6 +108,35 @@ pub enum EventKind {
         content_index: usize,
         text: String,
     },
+    /// A new `summary_text` part of a reasoning item's `summary` (contract 2026 §W5.3).
+    #[serde(rename = "response.reasoning_summary_part.added")]
+    ReasoningSummaryPartAdded {
+        item_id: String,
+        output_index: usize,
+        summary_index: usize,
+        part: ReasoningSummary,
+    },
+    #[serde(rename = "response.reasoning_summary_text.delta")]
+    ReasoningSummaryTextDelta {
+        item_id: String,
+        output_index: usize,
+        summary_index: usize,
+        delta: String,
+    },
+    #[serde(rename = "response.reasoning_summary_text.done")]
+    ReasoningSummaryTextDone {
+        item_id: String,
+        output_index: usize,
+        summary_index: usize,
+        text: String,
+    },
+    #[serde(rename = "response.reasoning_summary_part.done")]
+    ReasoningSummaryPartDone {
+        item_id: String,
+        output_index: usize,
+        summary_index: usize,
+        part: ReasoningSummary,
+    },
     #[serde(rename = "response.output_text.annotation.added")]
     AnnotationAdded {
         item_id: String,
@@ -202,6 +231,10 @@ impl EventKind {
             EventKind::RefusalDone { .. } => "response.refusal.done",
             EventKind::ReasoningTextDelta { .. } => "response.reasoning_text.delta",
             EventKind::ReasoningTextDone { .. } => "response.reasoning_text.done",
+            EventKind::ReasoningSummaryPartAdded { .. } => "response.reasoning_summary_part.added",
+            EventKind::ReasoningSummaryTextDelta { .. } => "response.reasoning_summary_text.delta",
+            EventKind::ReasoningSummaryTextDone { .. } => "response.reasoning_summary_text.done",
+            EventKind::ReasoningSummaryPartDone { .. } => "response.reasoning_summary_part.done",
             EventKind::AnnotationAdded { .. } => "response.output_text.annotation.added",
             EventKind::FunctionCallArgumentsDelta { .. } => {
                 "response.function_call_arguments.delta"

@@ -10,7 +10,9 @@
 //!
 //! Routes: `POST /v1/chat/completions`, `POST /v1/responses`, `GET /v1/models`, `GET /health`, and for
 //! out-of-process use `POST /_control/scripts` (one script or an array, appended to the
-//! queue), `GET /_control/requests` (recorded requests) and `POST /_control/reset`.
+//! queue), `GET /_control/requests` (recorded requests), `POST /_control/reset` and
+//! `POST /_control/require_reasoning` (act as a thinking model's server that refuses tool
+//! rounds without their reasoning: [`ScriptedUpstream::require_reasoning_back`]).
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
@@ -29,6 +31,7 @@ mod render;
 mod responses;
 mod script;
 mod server;
+mod thinking;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -134,6 +137,14 @@ impl ScriptedUpstream {
     /// Turns recording of requests on (the default) or off (long benchmark runs).
     pub fn set_recording(&self, on: bool) {
         self.shared.set_recording(on);
+    }
+
+    /// Acts as a thinking model's server that refuses (HTTP 400, that server's body) a
+    /// chat request in which an assistant message of a user turn with tool calls lacks its
+    /// reasoning in `field`: `reasoning_content` (DeepSeek's answer) or `reasoning` (vLLM's
+    /// error shape). `None` turns the check off (the default).
+    pub fn require_reasoning_back(&self, field: Option<&str>) {
+        self.shared.require_reasoning(field.map(str::to_string));
     }
 
     /// Serves until the server task ends (it does not end on its own).

@@ -19,11 +19,14 @@ use scripted_upstream::{Script, ScriptedUpstream};
                            object or an array of them, e.g.
                            {\"text\":[\"Hel\",\"lo\"],\"token_delay_ms\":50}
                            {\"tool_calls\":[{\"name\":\"get_weather\",\"arguments\":\"{\\\"city\\\":\\\"Paris\\\"}\"}]}
-                           fields: text, reasoning_content, refusal, tool_calls, finish_reason,
+                           fields: text, reasoning_content, reasoning_field, summary, refusal,
+                           tool_calls, failed, failed_beside, finish_reason,
                            token_delay_ms, usage, http_status, error_body, fault
                            (see crates/scripted-upstream/src/script.rs)
   GET  /_control/requests  every chat request received, in order
   POST /_control/reset     empty the queue and the recorded requests
+  POST /_control/require_reasoning  {\"field\":\"reasoning_content\"|\"reasoning\"|null}: refuse
+                           tool rounds sent back without their reasoning, as DeepSeek does
 When the queue is empty the default answer (--default-tokens, --token-delay-ms) is used."
 )]
 struct Args {
@@ -39,6 +42,10 @@ struct Args {
     /// Do not record requests (keeps memory flat in long benchmark runs).
     #[arg(long)]
     no_record: bool,
+    /// Refuse chat requests whose tool rounds lack their reasoning in this field
+    /// (`reasoning_content`: DeepSeek's 400; `reasoning`: vLLM's error shape).
+    #[arg(long, value_name = "FIELD")]
+    require_reasoning_back: Option<String>,
 }
 
 #[tokio::main]
@@ -47,6 +54,7 @@ async fn main() -> anyhow::Result<()> {
     let default = Script::sentence(args.default_tokens).delay_ms(args.token_delay_ms);
     let upstream = ScriptedUpstream::start_on(args.listen, default).await?;
     upstream.set_recording(!args.no_record);
+    upstream.require_reasoning_back(args.require_reasoning_back.as_deref());
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "LISTENING {}", upstream.origin())?;
     stdout.flush()?;

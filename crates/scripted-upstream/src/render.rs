@@ -69,7 +69,9 @@ fn prepare<'a>(script: &'a Script, req: &'a RequestInfo) -> Prepared<'a> {
             prompt_tokens: prompt,
             completion_tokens: completion,
             total_tokens: prompt + completion,
-            prompt_tokens_details: PromptDetails { cached_tokens: 0 },
+            prompt_tokens_details: PromptDetails { cached_tokens: script.usage.and_then(|u| u.cached_tokens).unwrap_or(0) },
+            // Only when scripted: llama.cpp sends none.
+            completion_tokens_details: script.usage.and_then(|u| u.reasoning_tokens).map(|reasoning_tokens| CompletionDetails { reasoning_tokens }),
         },
         timings: Timings {
             cache_n: 0,
@@ -228,6 +230,8 @@ struct DeltaOut<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     reasoning_content: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     refusal: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_calls: Option<[ToolCallDeltaOut<'a>; 1]>,
@@ -266,11 +270,18 @@ struct UsageOut {
     completion_tokens: u64,
     total_tokens: u64,
     prompt_tokens_details: PromptDetails,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    completion_tokens_details: Option<CompletionDetails>,
 }
 
 #[derive(Serialize)]
 struct PromptDetails {
     cached_tokens: u64,
+}
+
+#[derive(Serialize)]
+struct CompletionDetails {
+    reasoning_tokens: u64,
 }
 
 /// llama.cpp's extra top-level performance object.
@@ -313,6 +324,8 @@ struct MessageOut<'a> {
     content: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     reasoning_content: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     refusal: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -390,7 +403,11 @@ pub(crate) fn stream_events(
     let role = DeltaOut { role: Some("assistant"), content: Some(None), ..DeltaOut::default() };
     event(&mut buf, &mut out, role, None)?;
     for piece in &script.reasoning_content {
-        let delta = DeltaOut { reasoning_content: Some(piece), ..DeltaOut::default() };
+        let delta = if script.reasoning_in_reasoning() {
+            DeltaOut { reasoning: Some(piece), ..DeltaOut::default() }
+        } else {
+            DeltaOut { reasoning_content: Some(piece), ..DeltaOut::default() }
+        };
         event(&mut buf, &mut out, delta, None)?;
     }
     for piece in &script.text {
@@ -483,7 +500,8 @@ pub(crate) fn completion_body(script: &Script, req: &RequestInfo) -> Result<Vec<
             message: MessageOut {
                 role: "assistant",
                 content: script.text.concat(),
-                reasoning_content: reasoning,
+                reasoning_content: reasoning.clone().filter(|_| !script.reasoning_in_reasoning()),
+                reasoning: reasoning.filter(|_| script.reasoning_in_reasoning()),
                 refusal: (!script.refusal.is_empty()).then(|| script.refusal.concat()),
                 tool_calls,
             },

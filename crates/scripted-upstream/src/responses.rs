@@ -49,17 +49,40 @@ pub(crate) fn stream_events(script: &Script, model: &str) -> Vec<Bytes> {
     ev.push(json!({"type": "response.in_progress", "response": base}));
     let mut index = 0;
     let mut output = Vec::new();
-    if !script.reasoning_content.is_empty() {
+    if !script.reasoning_content.is_empty() || !script.summary.is_empty() {
         let item_id = format!("rs_{}", random_alnum(16));
         let text: String = script.reasoning_content.concat();
-        let deltas = script
-            .reasoning_content
-            .iter()
-            .map(|d| json!({"type": "response.reasoning_text.delta", "item_id": item_id, "output_index": index, "content_index": 0, "delta": d}))
-            .collect();
-        let done = vec![json!({"type": "response.reasoning_text.done", "item_id": item_id, "output_index": index, "content_index": 0, "text": text})];
-        let item = json!({"id": item_id, "type": "reasoning", "summary": [], "encrypted_content": format!("enc_{item_id}"),
-            "content": [{"type": "reasoning_text", "text": text}]});
+        // The summary parts first (as OpenAI streams them), then the raw text.
+        let mut deltas: Vec<Value> = Vec::new();
+        for (si, part) in script.summary.iter().enumerate() {
+            let at = json!({"item_id": item_id, "output_index": index, "summary_index": si});
+            let with = |kind: &str, extra: Value| {
+                let mut e = at.clone();
+                e["type"] = json!(kind);
+                if let (Some(e), Some(x)) = (e.as_object_mut(), extra.as_object()) {
+                    e.extend(x.clone());
+                }
+                e
+            };
+            deltas.push(with("response.reasoning_summary_part.added", json!({"part": {"type": "summary_text", "text": ""}})));
+            deltas.push(with("response.reasoning_summary_text.delta", json!({"delta": part})));
+            deltas.push(with("response.reasoning_summary_text.done", json!({"text": part})));
+            deltas.push(with("response.reasoning_summary_part.done", json!({"part": {"type": "summary_text", "text": part}})));
+        }
+        deltas.extend(
+            script
+                .reasoning_content
+                .iter()
+                .map(|d| json!({"type": "response.reasoning_text.delta", "item_id": item_id, "output_index": index, "content_index": 0, "delta": d})),
+        );
+        let done = if text.is_empty() {
+            Vec::new()
+        } else {
+            vec![json!({"type": "response.reasoning_text.done", "item_id": item_id, "output_index": index, "content_index": 0, "text": text})]
+        };
+        let summary: Vec<Value> = script.summary.iter().map(|t| json!({"type": "summary_text", "text": t})).collect();
+        let content: Vec<Value> = if text.is_empty() { Vec::new() } else { vec![json!({"type": "reasoning_text", "text": text})] };
+        let item = json!({"id": item_id, "type": "reasoning", "summary": summary, "encrypted_content": format!("enc_{item_id}"), "content": content});
         ev.item(index, json!({"id": item_id, "type": "reasoning", "summary": []}), deltas, done, item.clone());
         output.push(item);
         index += 1;
@@ -105,7 +128,11 @@ pub(crate) fn stream_events(script: &Script, model: &str) -> Vec<Bytes> {
         } else {
             ("function_call", "arguments", "response.function_call_arguments")
         };
-        let deltas = pieces.iter().map(|d| json!({"type": format!("{delta_type}.delta"), "item_id": item_id, "output_index": index, "delta": d})).collect();
+        let deltas = if call.arguments_in_done_only {
+            Vec::new()
+        } else {
+            pieces.iter().map(|d| json!({"type": format!("{delta_type}.delta"), "item_id": item_id, "output_index": index, "delta": d})).collect()
+        };
         let mut done = json!({"type": format!("{delta_type}.done"), "item_id": item_id, "output_index": index});
         done[field] = json!(call.arguments);
         if !call.custom {
@@ -113,18 +140,44 @@ pub(crate) fn stream_events(script: &Script, model: &str) -> Vec<Bytes> {
         }
         let added = json!({"id": item_id, "type": kind, "call_id": call_id, "name": call.name, field: "", "status": "in_progress"});
         let item = json!({"id": item_id, "type": kind, "call_id": call_id, "name": call.name, field: call.arguments, "status": "completed"});
-        ev.item(index, added, deltas, vec![done], item.clone());
+        if call.arguments_in_done_only {
+            // The finished item as some servers send it: without the arguments.
+            let mut bare = item.clone();
+            if let Some(o) = bare.as_object_mut() {
+                o.remove(field);
+            }
+            ev.item(index, added, deltas, vec![done], bare);
+        } else {
+            ev.item(index, added, deltas, vec![done], item.clone());
+        }
         output.push(item);
         index += 1;
     }
     let chunks = script.reasoning_content.len() + script.text.len() + script.refusal.len() + script.tool_calls.len();
     let input_tokens = script.usage.and_then(|u| u.prompt_tokens).unwrap_or(10);
     let output_tokens = script.usage.and_then(|u| u.completion_tokens).unwrap_or(chunks as u64);
-    let usage = json!({"input_tokens": input_tokens, "input_tokens_details": {"cached_tokens": 0},
-        "output_tokens": output_tokens, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": input_tokens + output_tokens});
+    let cached = script.usage.and_then(|u| u.cached_tokens).unwrap_or(0);
+    let reasoning = script.usage.and_then(|u| u.reasoning_tokens).unwrap_or(0);
+    let usage = json!({"input_tokens": input_tokens, "input_tokens_details": {"cached_tokens": cached},
+        "output_tokens": output_tokens, "output_tokens_details": {"reasoning_tokens": reasoning}, "total_tokens": input_tokens + output_tokens});
     let mut response = base;
     response["output"] = Value::Array(output);
     response["usage"] = usage;
+    if let Some(message) = &script.failed {
+        // A failed response with the usage so far; its message in the Response's `error`,
+        // or (`failed_beside`) beside a Response whose `error` is null.
+        response["status"] = json!("failed");
+        let error = json!({"code": "server_error", "message": message});
+        let mut event = json!({"type": "response.failed", "response": response});
+        if script.failed_beside {
+            event["response"]["error"] = Value::Null;
+            event["error"] = error;
+        } else {
+            event["response"]["error"] = error;
+        }
+        ev.push(event);
+        return ev.out;
+    }
     let terminal = match script.effective_finish_reason() {
         "length" | "content_filter" => {
             let reason = if script.effective_finish_reason() == "length" { "max_output_tokens" } else { "content_filter" };

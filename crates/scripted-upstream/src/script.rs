@@ -14,9 +14,26 @@ const SENTENCE: &[&str] = &[
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Script {
-    /// `delta.reasoning_content` chunks sent before the text (vLLM / llama.cpp style).
+    /// Reasoning chunks sent before the text: `delta.reasoning_content` (DeepSeek /
+    /// llama.cpp style) or, with `reasoning_field: "reasoning"`, `delta.reasoning` (vLLM);
+    /// on `/v1/responses`, `reasoning_text` deltas.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub reasoning_content: Vec<String>,
+    /// The chat field the reasoning is sent in: `reasoning_content` (default) or `reasoning`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_field: Option<String>,
+    /// On `/v1/responses`: the reasoning item's summary, one `summary_text` part per entry
+    /// (with the `response.reasoning_summary_*` events), beside its raw `reasoning_text`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub summary: Vec<String>,
+    /// On `/v1/responses`: end with `response.failed` (with the usage so far) carrying this
+    /// message; with `failed_beside`, the Response's `error` is null and the message is on
+    /// the event's own `error` object instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
+    /// See `failed`.
+    #[serde(skip_serializing_if = "is_false")]
+    pub failed_beside: bool,
     /// Content deltas, one chunk each.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub text: Vec<String>,
@@ -56,6 +73,10 @@ fn is_zero(v: &u64) -> bool {
     *v == 0
 }
 
+fn is_false(v: &bool) -> bool {
+    !*v
+}
+
 /// One scripted tool call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -78,6 +99,10 @@ pub struct ToolCallScript {
     /// Chat Completions form) with `arguments` as the raw `input`.
     #[serde(default)]
     pub custom: bool,
+    /// On `/v1/responses`: the arguments come only in `function_call_arguments.done` (no
+    /// deltas, and none on the finished item).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub arguments_in_done_only: bool,
     /// On `/v1/responses`: send a typed call of a hosted tool instead of a function call:
     /// `file_search` (a `file_search_call` whose `queries` come from `arguments`'
     /// `{"queries": […]}`) or `web_search` (a `web_search_call` whose `action.query` comes
@@ -101,6 +126,12 @@ pub struct UsageScript {
     /// `usage.completion_tokens`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub completion_tokens: Option<u64>,
+    /// `usage.prompt_tokens_details.cached_tokens` (default 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<u64>,
+    /// `usage.completion_tokens_details.reasoning_tokens` (default 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
 }
 
 /// A deliberate failure. `after_chunks` counts `data:` chunks already sent,
@@ -145,6 +176,7 @@ impl ToolCallScript {
             fragment_chars: default_fragment_chars(),
             pretty: false,
             custom: false,
+            arguments_in_done_only: false,
             hosted: None,
         }
     }
@@ -271,7 +303,33 @@ impl Script {
         self.usage = Some(UsageScript {
             prompt_tokens: Some(prompt_tokens),
             completion_tokens: Some(completion_tokens),
+            ..UsageScript::default()
         });
+        self
+    }
+
+    /// Report these usage figures, with `cached` prompt tokens and `reasoning` completion
+    /// tokens.
+    pub fn usage_detailed(mut self, prompt_tokens: u64, completion_tokens: u64, cached: u64, reasoning: u64) -> Self {
+        self.usage = Some(UsageScript {
+            prompt_tokens: Some(prompt_tokens),
+            completion_tokens: Some(completion_tokens),
+            cached_tokens: Some(cached),
+            reasoning_tokens: Some(reasoning),
+        });
+        self
+    }
+
+    /// True when the reasoning goes in the chat field `reasoning` (vLLM) instead of
+    /// `reasoning_content`.
+    pub fn reasoning_in_reasoning(&self) -> bool {
+        self.reasoning_field.as_deref() == Some("reasoning")
+    }
+
+    /// The same script sending its reasoning in the chat field `field` (`reasoning` or
+    /// `reasoning_content`).
+    pub fn reasoning_field(mut self, field: &str) -> Self {
+        self.reasoning_field = Some(field.to_string());
         self
     }
 

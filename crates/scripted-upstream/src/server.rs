@@ -33,6 +33,9 @@ struct Inner {
     requests: Vec<RecordedRequest>,
     default: Arc<Script>,
     recording: bool,
+    /// The chat field in which the reasoning of tool rounds must come back (a thinking
+    /// model's server that enforces it), or none.
+    require_reasoning: Option<String>,
 }
 
 impl Shared {
@@ -43,6 +46,7 @@ impl Shared {
                 requests: Vec::new(),
                 default: Arc::new(default),
                 recording: true,
+                require_reasoning: None,
             }),
             cut: Arc::default(),
         }
@@ -77,6 +81,22 @@ impl Shared {
         self.lock().recording = on;
     }
 
+    pub(crate) fn require_reasoning(&self, field: Option<String>) {
+        self.lock().require_reasoning = field;
+    }
+
+    fn required_reasoning(&self) -> Option<String> {
+        self.lock().require_reasoning.clone()
+    }
+
+    /// Records a request that no script answers.
+    fn record_only(&self, record: RecordedRequest) {
+        let mut inner = self.lock();
+        if inner.recording {
+            inner.requests.push(record);
+        }
+    }
+
     /// Records the request and takes the script that answers it, atomically, so the
     /// n-th recorded request is the one the n-th queued script answered.
     fn take(&self, record: RecordedRequest) -> Arc<Script> {
@@ -103,6 +123,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/_control/scripts", post(push_scripts))
         .route("/_control/requests", get(recorded_requests))
         .route("/_control/reset", post(reset))
+        .route("/_control/require_reasoning", post(set_require_reasoning))
         .route("/_control/stats", get(stats))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(shared)
@@ -144,6 +165,12 @@ async fn chat_completions(
             .and_then(Value::as_bool)
             .unwrap_or(false),
     };
+    // A thinking model's server that wants its reasoning back refuses before it answers
+    // (the request is still recorded; no script is used).
+    if let Some(refusal) = shared.required_reasoning().and_then(|field| crate::thinking::refusal(&request, &field)) {
+        shared.record_only(RecordedRequest { body: request, authorization: authorization(&headers) });
+        return refusal;
+    }
     let script = shared.take(RecordedRequest { body: request, authorization: authorization(&headers) });
 
     if let Some(status) = script.http_status {
@@ -283,6 +310,19 @@ async fn recorded_requests(State(shared): State<Arc<Shared>>) -> Json<Vec<Record
 /// `{cut_streams}`: streamed answers whose client left before their end.
 async fn stats(State(shared): State<Arc<Shared>>) -> Json<Value> {
     Json(json!({"cut_streams": shared.cut.load(std::sync::atomic::Ordering::SeqCst)}))
+}
+
+/// `POST /_control/require_reasoning` `{"field": "reasoning_content" | "reasoning" | null}`:
+/// from now on, chat requests whose tool rounds lack their reasoning in that field are
+/// refused as that server refuses them (`null`: no check).
+async fn set_require_reasoning(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+    let request = match json_body(&body) {
+        Ok(v) => v,
+        Err(answer) => return *answer,
+    };
+    let field = request.get("field").and_then(Value::as_str).map(str::to_string);
+    shared.require_reasoning(field.clone());
+    Json(json!({"field": field})).into_response()
 }
 
 async fn reset(State(shared): State<Arc<Shared>>) -> Json<Value> {

@@ -16,6 +16,7 @@ pub mod background;
 pub mod mcp;
 pub mod file_search;
 pub mod limits;
+pub mod seal;
 pub mod store;
 pub mod telemetry;
 pub mod websocket;
@@ -52,6 +53,8 @@ pub struct Config {
     pub background: background::BackgroundConfig,
     /// `[mcp]`: allowed MCP servers and their timeouts (see [`mcp::McpConfig`]).
     pub mcp: mcp::McpConfig,
+    /// `[seal]`: the key of the gateway's sealed items (see [`seal::SealConfig`]).
+    pub seal: seal::SealConfig,
 }
 
 /// `[web_search]`: where gateway-owned web searches run. A request never selects a backend.
@@ -237,6 +240,27 @@ pub struct UpstreamConfig {
     /// to execute, instead of functions: `custom` (both APIs), and on a Responses upstream
     /// `file_search` and `web_search` (the gateway still runs the search). Default none.
     pub native_tools: Vec<String>,
+    /// Which assistant messages carry the model's reasoning back to a chat upstream, in the
+    /// field the server wrote it in (`reasoning_content` or `reasoning`): `tool_rounds`
+    /// (the default), `always` or `never`. A Responses upstream always gets its reasoning
+    /// items back.
+    pub reasoning_handback: ReasoningHandback,
+}
+
+/// `upstream.reasoning_handback` (docs/behaviour.md "Reasoning models").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningHandback {
+    /// The assistant messages of a user turn in which the model called tools (its call
+    /// rounds and the answer that ends them), as DeepSeek (V3.2, V4), Kimi K2 and gpt-oss
+    /// require and Qwen3's template renders; a plain chat turn's reasoning is left out
+    /// (deepseek-reasoner refuses it, others ignore it).
+    #[default]
+    ToolRounds,
+    /// Every assistant message that has reasoning.
+    Always,
+    /// None (servers that refuse the field).
+    Never,
 }
 
 impl Default for ServerConfig {
@@ -267,6 +291,7 @@ impl Default for UpstreamConfig {
             connect_timeout_ms: 10_000,
             pool_idle_timeout_ms: 4_000,
             native_tools: Vec::new(),
+            reasoning_handback: ReasoningHandback::ToolRounds,
         }
     }
 }
@@ -368,6 +393,7 @@ impl Config {
         }
         self.limits.validate()?;
         self.store.validate()?;
+        self.seal.validate()?;
         if self.metrics.listen.is_some_and(|l| l == self.server.listen) {
             anyhow::bail!("metrics.listen must differ from server.listen (leave it unset to serve /metrics there)");
         }
@@ -419,6 +445,9 @@ impl Config {
     /// would. Errors name the variable and the setting.
     pub fn check_start_secrets(&self) -> anyhow::Result<()> {
         self.upstream_api_key()?;
+        if let Some(var) = self.seal.key_env.as_deref() {
+            Config::secret(Some(var), "seal.key_env")?;
+        }
         if self.store.backend == store::BackendKind::Postgres {
             let var = self.store.url_env.as_deref().ok_or_else(|| anyhow::anyhow!("store.url_env is not set"))?;
             Config::secret(Some(var), "store.url_env")?;

@@ -3,7 +3,7 @@
 //! disagree (DESIGN.md "Pipeline").
 
 use protocol::events::EventKind;
-use protocol::output::{OutputContent, OutputItem};
+use protocol::output::{OutputContent, OutputItem, ReasoningSummary};
 use protocol::Response;
 
 /// The Response as folded so far.
@@ -97,6 +97,32 @@ impl Accumulator {
                 if let Some(OutputItem::Reasoning { content, .. }) = output.get_mut(output_index) {
                     if let Some(OutputContent::ReasoningText { text }) = content.get_mut(content_index) {
                         *text = full;
+                    }
+                }
+            }
+            EventKind::ReasoningSummaryPartAdded { output_index, part, .. } => {
+                if let Some(OutputItem::Reasoning { summary, .. }) = output.get_mut(output_index) {
+                    summary.push(part);
+                }
+            }
+            EventKind::ReasoningSummaryTextDelta { output_index, summary_index, delta, .. } => {
+                if let Some(OutputItem::Reasoning { summary, .. }) = output.get_mut(output_index) {
+                    if let Some(ReasoningSummary::SummaryText { text }) = summary.get_mut(summary_index) {
+                        text.push_str(&delta);
+                    }
+                }
+            }
+            EventKind::ReasoningSummaryTextDone { output_index, summary_index, text: full, .. } => {
+                if let Some(OutputItem::Reasoning { summary, .. }) = output.get_mut(output_index) {
+                    if let Some(ReasoningSummary::SummaryText { text }) = summary.get_mut(summary_index) {
+                        *text = full;
+                    }
+                }
+            }
+            EventKind::ReasoningSummaryPartDone { output_index, summary_index, part, .. } => {
+                if let Some(OutputItem::Reasoning { summary, .. }) = output.get_mut(output_index) {
+                    if let Some(slot) = summary.get_mut(summary_index) {
+                        *slot = part;
                     }
                 }
             }

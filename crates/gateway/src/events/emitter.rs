@@ -3,7 +3,7 @@
 //! sink (if streaming) as soon as it exists, then folded into the [`Accumulator`].
 
 use protocol::events::{ErrorEventDetail, EventKind};
-use protocol::output::{ItemStatus, OutputContent, OutputItem, Phase};
+use protocol::output::{ItemStatus, OutputContent, OutputItem, Phase, ReasoningSummary};
 use protocol::response::{IncompleteDetails, ResponseError, ResponseStatus, Usage};
 use protocol::Response;
 
@@ -88,7 +88,8 @@ impl Emitter {
         r.completed_at = None;
         r.incomplete_details = None;
         self.error_event(code, message);
-        self.finish(Terminal::Failed { code: code.to_string(), message: message.to_string() }, Usage::default())
+        let usage = r_usage(&self.acc.response);
+        self.finish(Terminal::Failed { code: code.to_string(), message: message.to_string() }, usage)
     }
 
     /// The Response folded so far (after [`Emitter::finish`], only while the terminal
@@ -201,30 +202,85 @@ impl Emitter {
         }
     }
 
-    /// Adds an in-progress `reasoning` item (`summary: []`) and its empty `reasoning_text`
-    /// part (contract §8.4 h). Returns its index.
+    /// Adds an in-progress `reasoning` item (`summary: []`, no content yet: its
+    /// `reasoning_text` part is added with the first raw delta, its `summary_text` parts by
+    /// [`Emitter::reasoning_summary_start`]; contract §8.4 h, 2026 §W5.3). Returns its index.
     pub fn reasoning_start(&mut self) -> usize {
         let output_index = self.next_index();
         let id = new_id("rs");
-        let item = OutputItem::Reasoning { id: id.clone(), summary: Vec::new(), content: Vec::new(), encrypted_content: None, status: ItemStatus::InProgress };
+        let item = OutputItem::Reasoning { id, summary: Vec::new(), content: Vec::new(), encrypted_content: None, status: ItemStatus::InProgress };
         self.emit(EventKind::OutputItemAdded { output_index, item });
-        self.emit(EventKind::ContentPartAdded {
-            item_id: id,
-            output_index,
-            content_index: 0,
-            part: OutputContent::ReasoningText { text: String::new() },
-        });
         output_index
     }
 
-    /// `response.reasoning_text.delta` for the reasoning item at `output_index`: the same
-    /// fixed-layout hot path as [`Emitter::text_delta`] (reasoning runs to thousands of tokens).
+    /// `response.reasoning_text.delta` for the reasoning item at `output_index` (after its
+    /// `content_part.added`, for the first): the same fixed-layout hot path as
+    /// [`Emitter::text_delta`] (reasoning runs to thousands of tokens).
     pub fn reasoning_delta(&mut self, output_index: usize, delta: String) {
+        if let Some(OutputItem::Reasoning { id, content, .. }) = self.acc.item(output_index) {
+            if content.is_empty() {
+                let item_id = id.clone();
+                self.emit(EventKind::ContentPartAdded {
+                    item_id,
+                    output_index,
+                    content_index: 0,
+                    part: OutputContent::ReasoningText { text: String::new() },
+                });
+            }
+        }
         self.content_delta(DeltaKind::ReasoningText, output_index, delta);
     }
 
+    /// Starts a new `summary_text` part of the reasoning item at `output_index`
+    /// (`response.reasoning_summary_part.added`). Returns its `summary_index`.
+    pub fn reasoning_summary_start(&mut self, output_index: usize) -> usize {
+        let Some(OutputItem::Reasoning { id, summary, .. }) = self.acc.item(output_index) else { return 0 };
+        let (item_id, summary_index) = (id.clone(), summary.len());
+        let part = ReasoningSummary::SummaryText { text: String::new() };
+        self.emit(EventKind::ReasoningSummaryPartAdded { item_id, output_index, summary_index, part });
+        summary_index
+    }
+
+    /// `response.reasoning_summary_text.delta` for that summary part.
+    pub fn reasoning_summary_delta(&mut self, output_index: usize, summary_index: usize, delta: String) {
+        if delta.is_empty() {
+            return;
+        }
+        let item_id = self.item_id(output_index);
+        self.emit(EventKind::ReasoningSummaryTextDelta { item_id, output_index, summary_index, delta });
+        if let Some(sink) = self.sink.as_mut().filter(|_| !self.first_delta_sent) {
+            self.first_delta_sent = true;
+            sink.first_delta();
+        }
+    }
+
+    /// Closes a summary part: `reasoning_summary_text.done`, `reasoning_summary_part.done`.
+    pub fn reasoning_summary_done(&mut self, output_index: usize, summary_index: usize) {
+        let Some(OutputItem::Reasoning { id, summary, .. }) = self.acc.item(output_index) else { return };
+        let Some(part) = summary.get(summary_index).cloned() else { return };
+        let item_id = id.clone();
+        let ReasoningSummary::SummaryText { text } = &part;
+        self.emit(EventKind::ReasoningSummaryTextDone { item_id: item_id.clone(), output_index, summary_index, text: text.clone() });
+        self.emit(EventKind::ReasoningSummaryPartDone { item_id, output_index, summary_index, part });
+    }
+
+    /// The raw reasoning text of the reasoning item at `output_index` (empty if none).
+    pub fn reasoning_text(&self, output_index: usize) -> String {
+        match self.acc.item(output_index) {
+            Some(OutputItem::Reasoning { content, .. }) => content
+                .iter()
+                .filter_map(|p| match p {
+                    OutputContent::ReasoningText { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect(),
+            _ => String::new(),
+        }
+    }
+
     /// Closes a reasoning item: `reasoning_text.done`, `content_part.done`,
-    /// `output_item.done` with `status`.
+    /// `output_item.done` with `status`. Open summary parts are closed by the caller first
+    /// ([`Emitter::reasoning_summary_done`]).
     pub fn reasoning_done(&mut self, output_index: usize, status: ItemStatus) {
         let Some(OutputItem::Reasoning { id, summary, content, encrypted_content, .. }) = self.acc.item(output_index).cloned() else {
             return;
@@ -384,10 +440,9 @@ impl Emitter {
             }
             Terminal::Failed { code, message } => {
                 // The specific code is on the `error` event; `response.error.code` must be
-                // one of the SDK's fixed codes ([`response_error_code`]). Usage is
-                // null on a failed response (contract §8.4 g).
+                // one of the SDK's fixed codes ([`response_error_code`]). The usage of the
+                // rounds that ran stays (issue 30): those tokens were spent.
                 r.status = ResponseStatus::Failed;
-                r.usage = None;
                 let code = response_error_code(&code).to_string();
                 r.error = Some(ResponseError { code, message });
                 "response.failed"
@@ -438,6 +493,11 @@ impl Emitter {
         let item = OutputItem::CustomToolCallOutput { id: new_id("ctco"), call_id, output, status };
         self.add_done_item(item.clone(), item)
     }
+}
+
+/// The usage a Response carries so far (zero when none).
+fn r_usage(r: &Response) -> Usage {
+    r.usage.unwrap_or_default()
 }
 
 /// Unix time in seconds.

@@ -7,7 +7,7 @@
 //! event carries `response.error.code` (`server_error`), not the live event's code.
 
 use protocol::events::{ErrorEventDetail, EventKind};
-use protocol::output::{ItemStatus, OutputContent, OutputItem};
+use protocol::output::{ItemStatus, OutputContent, OutputItem, ReasoningSummary};
 use protocol::{Response, ResponseStatus};
 
 /// The events, `sequence_number` = position. A failed Response gets the `error` event
@@ -59,8 +59,11 @@ fn item_events(output_index: usize, item: &OutputItem, out: &mut Vec<EventKind>)
         OutputItem::Reasoning { id, summary, content, .. } => {
             out.push(EventKind::OutputItemAdded {
                 output_index,
-                item: OutputItem::Reasoning { id: id.clone(), summary: summary.clone(), content: Vec::new(), encrypted_content: None, status: ItemStatus::InProgress },
+                item: OutputItem::Reasoning { id: id.clone(), summary: Vec::new(), content: Vec::new(), encrypted_content: None, status: ItemStatus::InProgress },
             });
+            for (summary_index, part) in summary.iter().enumerate() {
+                summary_events(id, output_index, summary_index, part, out);
+            }
             for (content_index, part) in content.iter().enumerate() {
                 part_events(id, output_index, content_index, part, out);
             }
@@ -168,6 +171,19 @@ fn item_events(output_index: usize, item: &OutputItem, out: &mut Vec<EventKind>)
         out.push(EventKind::OutputItemAdded { output_index, item: item.clone() });
     }
     out.push(EventKind::OutputItemDone { output_index, item: item.clone() });
+}
+
+/// One summary part: `reasoning_summary_part.added` (empty), its text as one delta, the
+/// text's `.done`, `reasoning_summary_part.done` (contract 2026 §W5.3).
+fn summary_events(item_id: &str, output_index: usize, summary_index: usize, part: &ReasoningSummary, out: &mut Vec<EventKind>) {
+    let ReasoningSummary::SummaryText { text } = part;
+    let empty = ReasoningSummary::SummaryText { text: String::new() };
+    out.push(EventKind::ReasoningSummaryPartAdded { item_id: item_id.to_string(), output_index, summary_index, part: empty });
+    if !text.is_empty() {
+        out.push(EventKind::ReasoningSummaryTextDelta { item_id: item_id.to_string(), output_index, summary_index, delta: text.clone() });
+    }
+    out.push(EventKind::ReasoningSummaryTextDone { item_id: item_id.to_string(), output_index, summary_index, text: text.clone() });
+    out.push(EventKind::ReasoningSummaryPartDone { item_id: item_id.to_string(), output_index, summary_index, part: part.clone() });
 }
 
 /// One content part: `content_part.added` (empty), the whole text as one delta (with the

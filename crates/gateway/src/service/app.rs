@@ -68,6 +68,8 @@ pub struct App {
     pub max_body_bytes: usize,
     /// `[websocket]`: the WebSocket mode's bounds.
     pub websocket: crate::config::websocket::WebSocketConfig,
+    /// `[seal]`: seals and opens the gateway's own `encrypted_content` (reasoning items).
+    pub sealer: Arc<crate::seal::Sealer>,
     /// Set once the background workers run ([`App::start`]).
     started: AtomicBool,
 }
@@ -82,8 +84,10 @@ impl App {
 
     /// As [`App::from_config`] with an already opened store (tests, embedding).
     /// With `[metrics] enabled`, the store is timed and the turns observed into the recorder.
+    /// The seal key is read (or generated in the data dir) here: errors name its setting.
     pub fn with_store(config: &Config, store: Arc<dyn Store>) -> anyhow::Result<App> {
         let upstream = crate::upstream::connect(config)?;
+        let sealer = Arc::new(crate::seal::Sealer::load(&config.seal, &config.data_dir())?);
         let metrics = if config.metrics.enabled { Some(crate::telemetry::Metrics::new()?) } else { None };
         let store: Arc<dyn Store> = match &metrics {
             Some(m) => Arc::new(crate::telemetry::store::TimedStore::new(store, m)),
@@ -134,6 +138,7 @@ impl App {
             max_body_bytes: config.server.max_body_bytes,
             limits: config.limits.clone(),
             websocket: config.websocket.clone(),
+            sealer,
             started: AtomicBool::new(false),
         })
     }

@@ -186,6 +186,7 @@ impl App {
             ping_store: origin == Origin::Request,
             worker: origin == Origin::Worker,
             previous,
+            sealer: Some(&self.sealer),
         }
     }
 

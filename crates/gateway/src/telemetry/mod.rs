@@ -36,6 +36,10 @@ pub mod names {
     pub const WEBSOCKET_MESSAGES: &str = "gateway_websocket_messages_total";
     pub const WEBSOCKET_EVENTS: &str = "gateway_websocket_events_total";
     pub const STORE_DURATION: &str = "gateway_store_operation_duration_seconds";
+    pub const INPUT_TOKENS: &str = "gateway_input_tokens_total";
+    pub const OUTPUT_TOKENS: &str = "gateway_output_tokens_total";
+    pub const CACHED_TOKENS: &str = "gateway_cached_tokens_total";
+    pub const REASONING_TOKENS: &str = "gateway_reasoning_tokens_total";
 }
 
 /// Latency buckets, seconds: 1 ms to 2 min.

@@ -1,7 +1,7 @@
 //! The turn observer that records metrics: turns by status, TTFT, turn duration, rounds per
 //! turn, upstream round latency and errors by kind, tool calls by type, executor and outcome
-//! with their duration, active streams, and the gateway's own share of a turn (its duration
-//! minus its upstream and tool time). Handles without per-call labels are registered once.
+//! with their duration, active streams, the gateway's own share of a turn (its duration
+//! minus its upstream and tool time), and the tokens turns spent by model and status. Handles without per-call labels are registered once.
 
 use std::sync::Arc;
 
@@ -82,6 +82,21 @@ impl TurnObserver for MetricsObserver {
     fn turn_done(&self, turn: &TurnInfo, report: &TurnReport) {
         if let Some(c) = self.turns.get(status_index(report.status)) {
             c.increment(1);
+        }
+        // Tokens by model and status only (no per-key label: bounded cardinality); a turn
+        // that spent none (an unknown model, a refused request) adds no series.
+        let u = &report.usage;
+        if u.input_tokens > 0 || u.output_tokens > 0 {
+            let status = STATUSES.get(status_index(report.status)).copied().unwrap_or("completed");
+            let labels = || vec![Label::new("model", turn.model.clone()), Label::from_static_parts("status", status)];
+            for (name, n) in [
+                (names::INPUT_TOKENS, u.input_tokens),
+                (names::OUTPUT_TOKENS, u.output_tokens),
+                (names::CACHED_TOKENS, u.input_tokens_details.cached_tokens),
+                (names::REASONING_TOKENS, u.output_tokens_details.reasoning_tokens),
+            ] {
+                self.metrics.counter(name, labels()).increment(n);
+            }
         }
         self.duration.record(report.duration.as_secs_f64());
         self.rounds.record(report.rounds as f64);

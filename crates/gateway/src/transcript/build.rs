@@ -11,7 +11,8 @@ use protocol::ApiError;
 use super::content::{message, tool_output_content};
 use super::call_log::{empty_call_id, new_call, CallLog};
 use super::recorded::{record, Recorded};
-use super::{Entry, Replayed, Transcript, UserPart};
+use super::{Entry, Replayed, Thought, Transcript, UserPart};
+use crate::seal::{Purpose, Sealer};
 use crate::events::file_citations::FileSource;
 
 /// How tool call items replay (implemented by `tools::replay`, one duty of each tool
@@ -49,6 +50,15 @@ fn replayed_reasoning(r: &serde_json::Value) -> Option<serde_json::Value> {
     Some(item)
 }
 
+/// The reasoning a client handed back in a reasoning item's `encrypted_content`, when this
+/// gateway sealed it (a chat upstream's reasoning, issue 30); `None` for another server's
+/// blob, a changed one, or none: those never reach the model as reasoning.
+fn opened_thought(r: &serde_json::Value, sealer: Option<&Sealer>) -> Option<Thought> {
+    let blob = r.get("encrypted_content")?.as_str()?;
+    let plain = sealer?.open(Purpose::Reasoning, blob).ok()?;
+    serde_json::from_slice(&plain).ok()
+}
+
 /// Builds the transcript. Errors (400): nothing for the model (no entry, no instructions),
 /// a tool output whose `call_id` matches no earlier
 /// call or repeats one, a call with no output (`No tool output found for function call …`),
@@ -59,12 +69,15 @@ fn replayed_reasoning(r: &serde_json::Value) -> Option<serde_json::Value> {
 /// alternate): as written after a `commentary` one, else with a blank line. `base` is the
 /// stored transcript a continuation starts from; its unanswered calls may be answered here.
 /// `restored`: stored private `(key, result)` of replayed gateway tool items, by item id.
+/// `sealer` opens the reasoning items this gateway sealed: their reasoning joins the next
+/// assistant turn (a call right after one starts a new turn: it is another round).
 pub fn build(
     base: Option<Transcript>,
     instructions: Option<&str>,
     items: &[InputItem],
     tools: &dyn ToolReplay,
     restored: &HashMap<String, (String, String)>,
+    sealer: Option<&Sealer>,
 ) -> Result<Transcript, ApiError> {
     let is_server_tool = |name: &str| tools.is_server_tool(name);
     let mut t = base.unwrap_or_default();
@@ -83,6 +96,8 @@ pub fn build(
     // Whether the last message was the assistant's `commentary`: a message that follows at
     // once continues the same model output (the gateway split it), and joins it as written.
     let mut after_commentary = false;
+    // Reasoning handed back (sealed by this gateway), for the next assistant turn.
+    let mut thought: Option<Thought> = None;
     for (i, item) in items.iter().enumerate() {
         let param = format!("input[{i}]");
         if !matches!(item, InputItem::FunctionCallOutput(_) | InputItem::CustomToolCallOutput(_)) && !tool_images.is_empty() {
@@ -93,6 +108,9 @@ pub fn build(
                 message(m, &param, &mut system, &mut t, std::mem::take(&mut after_commentary))?;
                 after_commentary = m.role == Role::Assistant && m.phase == Some(Phase::Commentary);
                 after_output = false;
+                if let Some(th) = thought.take_if(|_| m.role == Role::Assistant) {
+                    t.attach_thought(th);
+                }
             }
             // A call replayed as `incomplete` (cut short by max_output_tokens or a failure)
             // has partial arguments and was never run: it is left out, as the stored turn
@@ -113,7 +131,11 @@ pub fn build(
                 if is_server_tool(&call.name) {
                     server_calls.insert(call_id);
                 }
-                t.push_call(call, std::mem::take(&mut after_output));
+                let new_round = std::mem::take(&mut after_output) || thought.is_some();
+                t.push_call(call, new_round);
+                if let Some(th) = thought.take() {
+                    t.attach_thought(th);
+                }
             }
             InputItem::FunctionCallOutput(o) | InputItem::CustomToolCallOutput(o) => {
                 let call_id = answer(o, &param, &mut calls)?;
@@ -129,7 +151,12 @@ pub fn build(
             // or its text) goes back to a Responses upstream as the client gave it; a chat
             // upstream never sees it. Others are dropped.
             InputItem::Reasoning(r) => {
-                if let Some(item) = replayed_reasoning(r) {
+                if let Some(th) = opened_thought(r, sealer) {
+                    match thought.as_mut() {
+                        Some(earlier) => earlier.join(th),
+                        None => thought = Some(th),
+                    }
+                } else if let Some(item) = replayed_reasoning(r) {
                     t.entries.push(Entry::Upstream(item));
                 }
             }
@@ -149,6 +176,9 @@ pub fn build(
                     if record(recorded, &param, &mut t, &mut calls, stored_calls, &mut after_output)? {
                         after_output = true;
                     }
+                    if let Some(th) = thought.take() {
+                        t.attach_thought(th);
+                    }
                     continue;
                 }
                 let Some(Replayed { call, result, private_key }) = tools.replay(hosted, &mut t.file_sources) else { continue };
@@ -157,7 +187,11 @@ pub fn build(
                     _ => result.unwrap_or_default(),
                 };
                 let call_id = call.call_id.clone();
-                t.push_call(call, std::mem::take(&mut after_output));
+                let new_round = std::mem::take(&mut after_output) || thought.is_some();
+                t.push_call(call, new_round);
+                if let Some(th) = thought.take() {
+                    t.attach_thought(th);
+                }
                 t.push_tool_result(call_id, result);
             }
         }
@@ -257,7 +291,7 @@ pub(crate) mod tests {
     }
 
     fn b(i: Option<&str>, items: &[InputItem]) -> Result<Transcript, ApiError> {
-        build(None, i, items, &TestReplay, &Default::default())
+        build(None, i, items, &TestReplay, &Default::default(), None)
     }
 
     #[test]
@@ -334,7 +368,7 @@ pub(crate) mod tests {
         let fco = |id: &str| json!({"type":"function_call_output","call_id":id,"output":format!("r{id}")});
         let said = |text: &str| json!({"type":"message","role":"assistant","content":text});
         let asked = |text: &str| json!({"role":"user","content":text});
-        let assistant = |text: &str, calls: &[&str]| Entry::Assistant { text: text.into(), calls: calls.iter().map(|c| call(c)).collect() };
+        let assistant = |text: &str, calls: &[&str]| Entry::Assistant { text: text.into(), calls: calls.iter().map(|c| call(c)).collect(), reasoning: None };
         let cases = [
             // A round that went on talking after its call (the gateway's own output order).
             (json!([asked("q"), fc("c1"), said("hmm"), fco("c1")]), vec![user("q"), assistant("hmm", &["c1"]), result("c1")]),
@@ -353,7 +387,7 @@ pub(crate) mod tests {
             // calls (the gateway's own output order): still one round.
             (json!([{"type":"custom_tool_call","call_id":"c1","name":"package_version","input":"axum"},
                     {"type":"custom_tool_call_output","call_id":"c1","output":"rc1"}, fc("c2"), fco("c2")]),
-                vec![Entry::Assistant { text: String::new(), calls: vec![
+                vec![Entry::Assistant { reasoning: None, text: String::new(), calls: vec![
                     Call { call_id: "c1".into(), name: "package_version".into(), arguments: r#"{"input":"axum"}"#.into() }, call("c2")] },
                     result("c1"), result("c2")]),
             // Valid orders stay as they are.
@@ -384,7 +418,7 @@ pub(crate) mod tests {
         let t = b(None, &items(json!(input))).unwrap();
         let mut want = Vec::new();
         for i in 0..n {
-            want.push(Entry::Assistant { text: String::new(), calls: vec![call(&format!("c{i}"))] });
+            want.push(Entry::Assistant { text: String::new(), calls: vec![call(&format!("c{i}"))], reasoning: None });
             want.push(result(&format!("c{i}")));
             want.push(user(&format!("u{i}")));
         }
@@ -424,8 +458,8 @@ pub(crate) mod tests {
         let t = build(Some(stored), None, &items(json!([
             {"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},
             {"type":"function_call_output","call_id":"c1","output":"rc1"}
-        ])), &TestReplay, &Default::default()).unwrap();
-        assert_eq!(t.entries, vec![Entry::Assistant { text: String::new(), calls: vec![call("c1")] }, result("c1")]);
+        ])), &TestReplay, &Default::default(), None).unwrap();
+        assert_eq!(t.entries, vec![Entry::Assistant { text: String::new(), calls: vec![call("c1")], reasoning: None }, result("c1")]);
     }
 
     #[test]
@@ -443,7 +477,7 @@ pub(crate) mod tests {
             {"role":"user","content":"and now?"}
         ]))).unwrap();
         assert_eq!(t.entries, vec![
-            Entry::Assistant { text: String::new(), calls: vec![
+            Entry::Assistant { reasoning: None, text: String::new(), calls: vec![
                 Call { call_id: "c1".into(), name: "view_image".into(), arguments: "{}".into() },
                 Call { call_id: "c2".into(), name: "ls".into(), arguments: "{}".into() }] },
             Entry::ToolResult { call_id: "c1".into(), content: "the screenshot\n[image: in the next user message]\n[image omitted]".into(), continuation: None },
@@ -470,7 +504,7 @@ pub(crate) mod tests {
             {"type":"message","id":"msg_2","role":"assistant","status":"completed","phase":"final_answer","content":[{"type":"output_text","text":"Hi","annotations":[]}]},
             {"type":"some_future_item","x":1}
         ]))).unwrap();
-        assert_eq!(t.entries, vec![Entry::Assistant { text: "Hi".into(), calls: vec![] }]);
+        assert_eq!(t.entries, vec![Entry::Assistant { text: "Hi".into(), calls: vec![], reasoning: None }]);
         // Nothing left for the model at all is a 400 (chat servers refuse no messages).
         for input in [json!([]), json!([{"type":"reasoning","id":"rs_1","summary":[]}])] {
             let err = b(None, &items(input)).unwrap_err();

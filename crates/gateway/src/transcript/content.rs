@@ -30,13 +30,13 @@ pub(super) fn message(
             }
             let text = text_only(&m.content, param)?;
             match t.entries.last_mut() {
-                Some(Entry::Assistant { text: earlier, calls }) if calls.is_empty() => {
+                Some(Entry::Assistant { text: earlier, calls, .. }) if calls.is_empty() => {
                     if !continues && !earlier.is_empty() && !text.is_empty() {
                         earlier.push_str("\n\n");
                     }
                     earlier.push_str(&text);
                 }
-                _ => t.entries.push(Entry::Assistant { text, calls: Vec::new() }),
+                _ => t.entries.push(Entry::Assistant { text, calls: Vec::new(), reasoning: None }),
             }
         }
         Role::User => {
@@ -293,7 +293,7 @@ mod tests {
 
     fn b(items: serde_json::Value) -> Result<Transcript, ApiError> {
         let items: Vec<InputItem> = serde_json::from_value(items).unwrap();
-        build(None, None, &items, &TestReplay, &Default::default())
+        build(None, None, &items, &TestReplay, &Default::default(), None)
     }
 
     #[test]

@@ -47,11 +47,55 @@ pub struct Replayed {
     pub private_key: Option<String>,
 }
 
+/// The chat field a server wrote its reasoning in, and reads it back from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningField {
+    /// `reasoning_content` (DeepSeek, Kimi, llama.cpp, SGLang, older vLLM).
+    ReasoningContent,
+    /// `reasoning` (vLLM since 0.11, OpenRouter, Ollama's OpenAI API).
+    Reasoning,
+}
+
+impl ReasoningField {
+    /// The field's name on the wire.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReasoningField::ReasoningContent => "reasoning_content",
+            ReasoningField::Reasoning => "reasoning",
+        }
+    }
+}
+
+/// A chat upstream's reasoning of one assistant turn, as the model wrote it, in the field
+/// the server used: it goes back to that server on the assistant message (issue 30).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Thought {
+    pub field: ReasoningField,
+    pub text: String,
+}
+
+impl Thought {
+    /// Appends `more` (reasoning of the same assistant turn) to this one.
+    pub fn join(&mut self, more: Thought) {
+        if !self.text.is_empty() && !more.text.is_empty() {
+            self.text.push_str("\n\n");
+        }
+        self.text.push_str(&more.text);
+    }
+}
+
 /// One transcript entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Entry {
     User(Vec<UserPart>),
-    Assistant { text: String, calls: Vec<Call> },
+    /// The model's turn: its text, its calls and (from a chat upstream) its reasoning.
+    Assistant {
+        text: String,
+        calls: Vec<Call>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reasoning: Option<Thought>,
+    },
     /// A call's result: the text the model reads and, for a call of a natively declared
     /// hosted tool, the typed item that goes back to a Responses upstream instead
     /// (`file_search_call` with `results`; see `tools::Finished::continuation`).
@@ -64,6 +108,15 @@ pub enum Entry {
     /// An upstream's own item (a Responses upstream's reasoning), sent back only to an
     /// upstream of that API, as it came.
     Upstream(serde_json::Value),
+}
+
+/// Joins `more` into `slot`.
+fn join_thought(slot: &mut Option<Thought>, more: Option<Thought>) {
+    match (slot.as_mut(), more) {
+        (Some(t), Some(m)) => t.join(m),
+        (None, m @ Some(_)) => *slot = m,
+        (_, None) => {}
+    }
 }
 
 /// What the model sees: `instructions` (this request's only; never carried over), the
@@ -141,20 +194,33 @@ impl Transcript {
     }
 
     /// Appends an assistant turn, or continues the last one when it is text only.
-    pub fn push_assistant(&mut self, text: String, mut calls: Vec<Call>) {
+    pub fn push_assistant(&mut self, text: String, calls: Vec<Call>) {
+        self.push_assistant_with(text, calls, None);
+    }
+
+    /// As [`Transcript::push_assistant`], with the turn's reasoning (a chat upstream's).
+    pub fn push_assistant_with(&mut self, text: String, mut calls: Vec<Call>, thought: Option<Thought>) {
         // Right after assistant text (an input that ended with assistant messages), the
         // model's turn continues it: one assistant turn, as chat templates want.
-        if let Some(Entry::Assistant { text: earlier, calls: none }) = self.entries.last_mut() {
+        if let Some(Entry::Assistant { text: earlier, calls: none, reasoning }) = self.entries.last_mut() {
             if none.is_empty() {
                 if !earlier.is_empty() && !text.is_empty() {
                     earlier.push_str("\n\n");
                 }
                 earlier.push_str(&text);
                 none.append(&mut calls);
+                join_thought(reasoning, thought);
                 return;
             }
         }
-        self.entries.push(Entry::Assistant { text, calls });
+        self.entries.push(Entry::Assistant { text, calls, reasoning: thought });
+    }
+
+    /// Adds `thought` to the last assistant turn (none: it is dropped).
+    pub(crate) fn attach_thought(&mut self, thought: Thought) {
+        if let Some(Entry::Assistant { reasoning, .. }) = self.entries.iter_mut().rev().find(|e| matches!(e, Entry::Assistant { .. })) {
+            join_thought(reasoning, Some(thought));
+        }
     }
 
     /// Adds the upstream's own items of a round (before its assistant entry).
@@ -228,7 +294,7 @@ impl Transcript {
     /// calls goes too.
     fn remove_calls(&mut self, wanted: &HashSet<&str>) {
         self.entries.retain_mut(|e| match e {
-            Entry::Assistant { text, calls } => {
+            Entry::Assistant { text, calls, .. } => {
                 let before = calls.len();
                 calls.retain(|c| !wanted.contains(c.call_id.as_str()));
                 !(calls.len() < before && calls.is_empty() && text.is_empty())
@@ -244,13 +310,13 @@ impl Transcript {
     /// (`[search 1, search 2]` is one round of parallel calls, as the model made it).
     fn push_call(&mut self, call: Call, after_output: bool) {
         if after_output {
-            self.entries.push(Entry::Assistant { text: String::new(), calls: vec![call] });
+            self.entries.push(Entry::Assistant { text: String::new(), calls: vec![call], reasoning: None });
             return;
         }
         let last_assistant = self.entries.iter().rposition(|e| !matches!(e, Entry::ToolResult { .. } | Entry::Upstream(_)));
         match last_assistant.map(|i| &mut self.entries[i]) {
             Some(Entry::Assistant { calls, .. }) => calls.push(call),
-            _ => self.entries.push(Entry::Assistant { text: String::new(), calls: vec![call] }),
+            _ => self.entries.push(Entry::Assistant { text: String::new(), calls: vec![call], reasoning: None }),
         }
     }
 }

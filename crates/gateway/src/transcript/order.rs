@@ -62,7 +62,7 @@ impl Transcript {
                 continue;
             };
             cursor += 1;
-            let Entry::Assistant { mut text, mut calls } = e else {
+            let Entry::Assistant { mut text, mut calls, mut reasoning } = e else {
                 out.push(e);
                 continue;
             };
@@ -80,7 +80,8 @@ impl Transcript {
                         turn_results.push(next);
                     }
                     Some(Entry::Assistant { .. }) => {
-                        let Some(Entry::Assistant { text: more, calls: more_calls }) = slots[next].take() else { break };
+                        let Some(Entry::Assistant { text: more, calls: more_calls, reasoning: more_reasoning }) = slots[next].take() else { break };
+                        super::join_thought(&mut reasoning, more_reasoning);
                         if !more.is_empty() {
                             if !text.is_empty() {
                                 text.push_str("\n\n");
@@ -99,7 +100,7 @@ impl Transcript {
             let mut rest: Vec<usize> = waiting.iter().filter_map(|id| results.get(id).copied()).filter(|&i| i >= next).collect();
             rest.sort_unstable();
             turn_results.extend(rest);
-            out.push(Entry::Assistant { text, calls });
+            out.push(Entry::Assistant { text, calls, reasoning });
             out.extend(turn_results.into_iter().filter_map(|i| slots[i].take()));
         }
         self.entries = out;

@@ -56,12 +56,14 @@ impl Continuation {
     /// Builds the transcript: `base`, then `prefix`, then this request's `items`. An error
     /// naming `input[i]` counts only this request's items; one in a stored conversation
     /// item names that item (param `conversation`) and how to repair it.
-    /// Takes `base` and `prefix` out (a long conversation is not copied).
+    /// Takes `base` and `prefix` out (a long conversation is not copied). `sealer` opens
+    /// the reasoning items this gateway sealed ([`transcript::build`]).
     pub fn transcript(
         &mut self,
         instructions: Option<&str>,
         items: Vec<InputItem>,
         tools: &dyn ToolReplay,
+        sealer: Option<&crate::seal::Sealer>,
     ) -> Result<Transcript, ApiError> {
         let n = self.prefix.len();
         let all: Vec<InputItem> = if n == 0 {
@@ -71,7 +73,7 @@ impl Continuation {
             all.extend(items);
             all
         };
-        transcript::build(self.base.take(), instructions, &all, tools, &self.restored).map_err(|mut e| {
+        transcript::build(self.base.take(), instructions, &all, tools, &self.restored, sealer).map_err(|mut e| {
             let conv = self.conversation_id.as_deref().unwrap_or_default();
             let item_id = |i: usize| self.prefix_ids.get(i).map(String::as_str).unwrap_or_default();
             match e.param.as_deref().and_then(input_index) {

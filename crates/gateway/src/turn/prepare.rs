@@ -45,6 +45,9 @@ pub struct Context<'a> {
     pub worker: bool,
     /// Where `previous_response_id` is loaded from.
     pub previous: Previous<'a>,
+    /// `[seal]`: opens and seals this gateway's reasoning items (`None`: handed-back
+    /// reasoning is dropped, and none is sealed).
+    pub sealer: Option<&'a Arc<crate::seal::Sealer>>,
 }
 
 /// The size ceilings of a request (`[limits]`: `max_input_items`, `max_tools`,
@@ -215,7 +218,7 @@ pub async fn prepare(mut req: CreateResponse, body: &[u8], ctx: &Context<'_>) ->
         }
     }
     let previous_response_id = from.previous_response_id.clone();
-    let result = match validate(req, ctx.models, ctx.reject_unknown, ctx.registry, ctx.caps, from) {
+    let result = match validate(req, ctx.models, ctx.reject_unknown, ctx.registry, ctx.caps, from, ctx.sealer) {
         Ok(mut p) => Box::pin(p.tools.resolve(&ResolveCtx { registry: ctx.registry, project: ctx.project })).await.map(|()| p),
         Err(e) => Err(e),
     };

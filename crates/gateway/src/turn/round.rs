@@ -14,7 +14,10 @@ use crate::events::file_citations::{FileSources, MarkerFilter};
 use crate::tools::{Owner, ToolSet};
 pub use crate::turn::pending::PendingCall;
 use crate::upstream::leaked_calls::{LeakFilter, Piece};
+use crate::seal::{Purpose, Sealer};
+use crate::transcript::{ReasoningField, Thought};
 use crate::upstream::{FinishReason, UpstreamEvent};
+use std::sync::Arc;
 
 /// State of one round.
 #[derive(Debug, Default)]
@@ -54,6 +57,15 @@ pub struct Round {
     recover_any: bool,
     /// Calls dropped because the round is the last (sent without tools).
     pub dropped_calls: usize,
+    /// The chat field this round's reasoning came in: set, the reasoning is kept for the
+    /// history ([`Round::take_thought`]) and, when shown encrypted, sealed.
+    field: Option<ReasoningField>,
+    /// The reasoning of the round's closed reasoning items (with `field`).
+    thought: String,
+    /// The open summary part of the open reasoning item: `(upstream part, summary_index)`.
+    summary_open: Option<(usize, usize)>,
+    /// Seals a chat upstream's reasoning into the items' `encrypted_content`.
+    sealer: Option<Arc<Sealer>>,
     /// Client calls wait for the end of the round (a `strict` function is offered: its
     /// arguments are checked before any client call is shown).
     hold_calls: bool,
@@ -73,6 +85,20 @@ impl Round {
     pub fn with_encrypted_reasoning(mut self, show: bool) -> Self {
         self.show_encrypted = show;
         self
+    }
+
+    /// The same round sealing a chat upstream's reasoning into its reasoning items'
+    /// `encrypted_content` when they show it ([`Round::with_encrypted_reasoning`]).
+    pub fn with_sealer(mut self, sealer: Option<Arc<Sealer>>) -> Self {
+        self.sealer = sealer;
+        self
+    }
+
+    /// The round's reasoning from a chat upstream, in the field it came in, for the
+    /// history (`None` from a Responses upstream, whose items go back instead).
+    pub fn take_thought(&mut self) -> Option<Thought> {
+        let field = self.field?;
+        Some(Thought { field, text: std::mem::take(&mut self.thought) })
     }
 
     /// The same round holding its client calls until [`Round::close_streamed_calls`] at the
@@ -114,9 +140,10 @@ impl Round {
                 None => self.apply(UpstreamEvent::Text(delta), tools, emitter, files, sources),
             },
             // Text held as possible call markup is resolved before anything else is shown.
-            UpstreamEvent::Reasoning(_) | UpstreamEvent::Refusal(_) | UpstreamEvent::ToolCall { .. } => {
+            UpstreamEvent::Reasoning(_) | UpstreamEvent::ReasoningSummary { .. } | UpstreamEvent::Refusal(_) | UpstreamEvent::ToolCall { .. } => {
                 self.end_text(tools, emitter, files, sources);
-                if let (Some(filter), false) = (&mut self.leaks, matches!(ev, UpstreamEvent::Reasoning(_))) {
+                let reasoning = matches!(ev, UpstreamEvent::Reasoning(_) | UpstreamEvent::ReasoningSummary { .. });
+                if let (Some(filter), false) = (&mut self.leaks, reasoning) {
                     filter.answer_began();
                 }
                 self.apply(ev, tools, emitter, files, sources);
@@ -160,6 +187,24 @@ impl Round {
                 let idx = *self.reasoning.get_or_insert_with(|| emitter.reasoning_start());
                 emitter.reasoning_delta(idx, delta);
             }
+            UpstreamEvent::ReasoningSummary { part, delta } => {
+                self.advance_calls(tools, emitter, true);
+                self.end_message_early(emitter, sources);
+                let idx = *self.reasoning.get_or_insert_with(|| emitter.reasoning_start());
+                let summary_index = match self.summary_open {
+                    Some((open, si)) if open == part => si,
+                    _ => {
+                        if let Some((_, si)) = self.summary_open.take() {
+                            emitter.reasoning_summary_done(idx, si);
+                        }
+                        let si = emitter.reasoning_summary_start(idx);
+                        self.summary_open = Some((part, si));
+                        si
+                    }
+                };
+                emitter.reasoning_summary_delta(idx, summary_index, delta);
+            }
+            UpstreamEvent::ReasoningField(field) => self.field = Some(field),
             UpstreamEvent::Text(mut delta) => {
                 if self.message.is_none() {
                     if delta.trim().is_empty() {
@@ -279,11 +324,26 @@ impl Round {
         }
     }
 
-    /// Closes the reasoning item, if one is open (no-op otherwise).
+    /// Closes the reasoning item, if one is open (no-op otherwise): its open summary part
+    /// first; a chat upstream's reasoning is kept for the history and, when the client asked
+    /// for `reasoning.encrypted_content`, sealed into the item.
     fn close_reasoning(&mut self, emitter: &mut Emitter, status: ItemStatus) {
-        if let Some(idx) = self.reasoning.take() {
-            emitter.reasoning_done(idx, status);
+        let Some(idx) = self.reasoning.take() else { return };
+        if let Some((_, si)) = self.summary_open.take() {
+            emitter.reasoning_summary_done(idx, si);
         }
+        if let Some(field) = self.field {
+            let text = emitter.reasoning_text(idx);
+            if let (true, Some(sealer)) = (self.show_encrypted, &self.sealer) {
+                let plain = serde_json::to_vec(&Thought { field, text: text.clone() }).unwrap_or_default();
+                emitter.reasoning_encrypted(idx, sealer.seal(Purpose::Reasoning, &plain));
+            }
+            if !self.thought.is_empty() && !text.is_empty() {
+                self.thought.push_str("\n\n");
+            }
+            self.thought.push_str(&text);
+        }
+        emitter.reasoning_done(idx, status);
     }
 
     /// Closes the round's reasoning item (if still open) and its message, with the phase

@@ -22,7 +22,7 @@ use crate::turn::repeats::Repeats;
 use crate::upstream::leaked_calls;
 use crate::turn::execute::{self, Observed, ToolResult};
 use crate::turn::round::Round;
-use crate::transcript::{Call, Entry, Transcript, UserPart};
+use crate::transcript::{Call, Entry, Thought, Transcript, UserPart};
 use crate::turn::Prepared;
 use crate::turn::observer::{NoObserver, RoundReport, TurnInfo, TurnObserver, TurnReport};
 use crate::upstream::{FinishReason, ModelClient, RoundRequest, UpstreamError, UpstreamEvent};
@@ -98,7 +98,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
     let info = TurnInfo { response_id: emitter.response().id.clone(), model: turn.upstream_model.clone(), streamed: emitter.has_sink() };
     observer.turn_started(&info);
     let mut first_token = false;
-    let Prepared { upstream_model, mut transcript, mut tools, mut sampling, max_output_tokens, max_tool_calls, include, executors, cancel, cancelled_by_client, generate, .. } = turn;
+    let Prepared { upstream_model, mut transcript, mut tools, mut sampling, max_output_tokens, max_tool_calls, include, executors, cancel, cancelled_by_client, generate, sealer, .. } = turn;
     let bind_ctx = BindCtx { executors: &executors, include: &include, native: false };
     let observed = Observed { observer, info: &info };
     // Chunks shown in earlier turns keep their numbers; this turn's continue after them.
@@ -176,6 +176,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
         let strict_offered = offered.entries().iter().any(is_strict);
         let mut round = Round::new(last, sampling.parallel_tool_calls == Some(false))
             .with_encrypted_reasoning(sampling.encrypted_reasoning)
+            .with_sealer(sealer.clone())
             .with_held_calls(strict_offered);
         if !declared.is_empty() || has_tools {
             // A call the model writes as text (a server whose tool parser failed) is
@@ -269,7 +270,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
         let text = round.close_message(emitter, ItemStatus::Completed, &sources);
         transcript.push_upstream_items(std::mem::take(&mut round.upstream_items));
         if ignored {
-            push_text(&mut transcript, text);
+            push_text(&mut transcript, text, round.take_thought());
             if choice_retried {
                 tracing::warn!("the upstream ignored a required tool_choice twice");
                 return finish(&done_ctx, emitter, transcript, &mut files, Terminal::Incomplete(INVALID_REASON.into()), usage, None);
@@ -285,7 +286,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
             // (naming no tool, or not a call), or calls the model wrote in the last round
             // with nothing else, end the turn `incomplete`.
             let leaked = has_tools && (leaked_calls::has_call_markup(&text) || (round.dropped_calls > 0 && text.trim().is_empty()));
-            push_text(&mut transcript, text);
+            push_text(&mut transcript, text, round.take_thought());
             if leaked {
                 tracing::warn!("the model's answer is tool-call markup; the turn ends incomplete");
                 return finish(&done_ctx, emitter, transcript, &mut files, Terminal::Incomplete(INVALID_REASON.into()), usage, None);
@@ -298,7 +299,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
         if !invalid.is_empty() {
             if strict_retried {
                 tracing::warn!(calls = invalid.len(), "a strict function's arguments stayed invalid after a second attempt");
-                push_text(&mut transcript, text);
+                push_text(&mut transcript, text, round.take_thought());
                 return finish(&done_ctx, emitter, transcript, &mut files, Terminal::Incomplete(INVALID_REASON.into()), usage, None);
             }
             strict_retried = true;
@@ -398,7 +399,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
                 call.finish_item(entry.is_custom(), emitter);
             }
         }
-        transcript.push_assistant(text, transcript_calls);
+        transcript.push_assistant_with(text, transcript_calls, round.take_thought());
         // Results in the order the model made the calls.
         let mut all: Vec<ToolResult> = done.results.into_iter().chain(answers).collect();
         let order: Vec<String> = round.calls.iter().map(|c| c.call_id.clone()).collect();
@@ -426,9 +427,9 @@ fn close_cut_round(round: &mut Round, tools: &ToolSet, emitter: &mut Emitter, fi
     let text = round.close_all(emitter, ItemStatus::Incomplete, sources);
     transcript.push_upstream_items(std::mem::take(&mut round.upstream_items));
     if calls.is_empty() {
-        push_text(transcript, text);
+        push_text(transcript, text, round.take_thought());
     } else {
-        transcript.push_assistant(text, calls);
+        transcript.push_assistant_with(text, calls, round.take_thought());
     }
 }
 
@@ -481,9 +482,10 @@ fn decide_arguments(round: &mut Round, offered: &ToolSet) -> Vec<(String, String
     invalid
 }
 
-fn push_text(transcript: &mut Transcript, text: String) {
+/// Appends the round's answer (when it has text) with the round's reasoning.
+fn push_text(transcript: &mut Transcript, text: String, thought: Option<Thought>) {
     if !text.is_empty() {
-        transcript.push_assistant(text, Vec::new());
+        transcript.push_assistant_with(text, Vec::new(), thought);
     }
 }
 
@@ -500,7 +502,7 @@ struct Ended<'a> {
 
 /// True for the events that are model output (the first one is the turn's first token).
 fn is_output(ev: &UpstreamEvent) -> bool {
-    matches!(ev, UpstreamEvent::Text(_) | UpstreamEvent::Reasoning(_) | UpstreamEvent::Refusal(_) | UpstreamEvent::ToolCall { .. })
+    matches!(ev, UpstreamEvent::Text(_) | UpstreamEvent::Reasoning(_) | UpstreamEvent::ReasoningSummary { .. } | UpstreamEvent::Refusal(_) | UpstreamEvent::ToolCall { .. })
 }
 
 fn finish(ended: &Ended<'_>, emitter: &mut Emitter, mut transcript: Transcript, files: &mut FileSources, terminal: Terminal, usage: Usage, err: Option<UpstreamError>) -> Outcome {

@@ -17,6 +17,7 @@ use crate::events::ids::new_id;
 use crate::executors::Registry;
 use crate::tools::ToolSet;
 use crate::tools::replay::Replayer;
+use crate::seal::Sealer;
 use crate::turn::continuation::Continuation;
 use crate::transcript::Transcript;
 use crate::upstream::{Sampling, UpstreamCaps};
@@ -58,6 +59,9 @@ pub struct Prepared {
     /// The outcome keeps the turn's transcript also when the turn is stored (a WebSocket
     /// connection keeps its latest responses; otherwise the commit takes it).
     pub keep_transcript: bool,
+    /// Seals this gateway's reasoning items' `encrypted_content` (`include` has
+    /// `reasoning.encrypted_content`; `None` in tests without a key).
+    pub sealer: Option<Arc<Sealer>>,
 }
 
 
@@ -126,6 +130,7 @@ pub fn validate(
     registry: &Arc<Registry>,
     caps: &UpstreamCaps,
     mut from: Continuation,
+    sealer: Option<&Arc<Sealer>>,
 ) -> Result<Prepared, GatewayError> {
     if let Some(key) = req.unknown.keys().next() {
         if reject_unknown {
@@ -177,7 +182,7 @@ pub fn validate(
         None => Vec::new(),
     };
     let mut tools = ToolSet::build(req.tools.take().unwrap_or_default(), req.tool_choice.as_ref(), registry, caps)?;
-    let transcript = from.transcript(req.instructions.as_deref(), items, &Replayer { registry })?;
+    let transcript = from.transcript(req.instructions.as_deref(), items, &Replayer { registry }, sealer.map(|s| &**s))?;
     let text = text_config(&req)?;
     let reasoning = reasoning_of(req.reasoning.as_ref())?;
     let store = req.store.unwrap_or(true);
@@ -189,6 +194,7 @@ pub fn validate(
         text_format: text.format.clone().filter(|f| *f != TextFormat::Text),
         user: req.user.clone().or_else(|| req.safety_identifier.clone()),
         reasoning_effort: reasoning.effort.clone(),
+        reasoning_summary: reasoning.summary.clone(),
         encrypted_reasoning: req.include.iter().flatten().any(|i| i == "reasoning.encrypted_content"),
     };
     let base = Response {
@@ -254,6 +260,7 @@ pub fn validate(
         persist: None,
         generate: true,
         keep_transcript: false,
+        sealer: sealer.cloned(),
     })
 }
 

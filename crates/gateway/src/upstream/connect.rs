@@ -22,11 +22,11 @@ pub fn connect(config: &Config) -> anyhow::Result<Arc<dyn ModelClient>> {
     );
     Ok(match u.api {
         UpstreamApiKind::Chat => {
-            let caps = UpstreamCaps { api: UpstreamApi::ChatCompletions, native_tools: u.native_tools.clone() };
+            let caps = UpstreamCaps { api: UpstreamApi::ChatCompletions, native_tools: u.native_tools.clone(), reasoning_handback: u.reasoning_handback };
             Arc::new(ChatCompletions::new(&url, key, idle, connect, pool_idle)?.with_caps(caps))
         }
         UpstreamApiKind::Responses => {
-            let caps = UpstreamCaps { api: UpstreamApi::Responses, native_tools: u.native_tools.clone() };
+            let caps = UpstreamCaps { api: UpstreamApi::Responses, native_tools: u.native_tools.clone(), reasoning_handback: u.reasoning_handback };
             Arc::new(Responses::new(&url, key, idle, connect, pool_idle)?.with_caps(caps))
         }
     })

@@ -44,7 +44,12 @@ pub struct UpstreamCaps {
     pub api: UpstreamApi,
     /// Responses tool types declared natively, e.g. `custom`.
     pub native_tools: Vec<String>,
+    /// Which assistant messages carry their reasoning back to a chat upstream
+    /// (`upstream.reasoning_handback`).
+    pub reasoning_handback: ReasoningHandback,
 }
+
+pub use crate::config::ReasoningHandback;
 
 impl UpstreamCaps {
     /// True when this upstream takes `tool_type` (a Responses tool type) natively.
@@ -178,8 +183,15 @@ pub enum UpstreamEvent {
     Text(String),
     /// The model's refusal (`delta.refusal`): a `refusal` content part, not text.
     Refusal(String),
-    /// The model's raw reasoning (`delta.reasoning_content`, or `delta.reasoning`).
+    /// The model's raw reasoning (`delta.reasoning_content`, or `delta.reasoning`; a
+    /// Responses upstream's `reasoning_text`).
     Reasoning(String),
+    /// The chat field the round's reasoning came in (before its first `Reasoning`): the
+    /// reasoning goes back to the server in that field.
+    ReasoningField(crate::transcript::ReasoningField),
+    /// A piece of a reasoning summary (a Responses upstream's `summary_text` part number
+    /// `part`), kept apart from the raw reasoning.
+    ReasoningSummary { part: usize, delta: String },
     /// A tool-call fragment; `index` correlates fragments of one call.
     ToolCall { index: usize, id: Option<String>, name: Option<String>, arguments: Option<String> },
     Finish(FinishReason),
@@ -208,6 +220,9 @@ pub struct Sampling {
     pub encrypted_reasoning: bool,
     /// `reasoning.effort` (contract §1), when set.
     pub reasoning_effort: Option<String>,
+    /// `reasoning.summary` (contract 2026 §W5.1), when set: forwarded to a Responses
+    /// upstream (a chat upstream has no such parameter).
+    pub reasoning_summary: Option<String>,
 }
 
 /// One upstream round: the transcript, the tools declared for it and the choice.

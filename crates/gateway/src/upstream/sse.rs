@@ -43,16 +43,17 @@ pub struct SseRound<P> {
     parser: P,
     /// Credentials to redact from error messages (`ChatCompletions::secrets`).
     secrets: Arc<Secrets>,
-    /// What reading ahead for fragments found that is not one (the end, an error).
+    /// What reading ahead for fragments found that is not one (the end, a body error).
     ahead: Option<Next>,
+    /// An error the parser reported after events of the same SSE event (a failed
+    /// response's usage): given once those are.
+    failed: Option<UpstreamError>,
 }
 
 enum Next {
     Event(Result<Sse, sse_stream::Error>),
     End,
     Idle,
-    /// The parser refused an event read ahead.
-    Failed(UpstreamError),
 }
 
 impl<P: SseParser> SseRound<P> {
@@ -73,6 +74,7 @@ impl<P: SseParser> SseRound<P> {
             parser,
             secrets: Arc::default(),
             ahead: None,
+            failed: None,
         }
     }
 
@@ -126,6 +128,9 @@ impl<P: SseParser> SseRound<P> {
                 }
                 return Some(Ok(e));
             }
+            if let Some(e) = self.failed.take() {
+                return Some(Err(e));
+            }
             if self.done {
                 return None;
             }
@@ -148,32 +153,31 @@ impl<P: SseParser> SseRound<P> {
                         other => UpstreamError::Protocol(other.to_string()),
                     }));
                 }
-                Next::Failed(e) => {
-                    self.done = true;
-                    return Some(Err(e));
-                }
                 Next::Event(Ok(ev)) => ev,
             };
-            if let Err(e) = self.take(&ev) {
+            self.take(&ev);
+        }
+    }
+
+    /// Parses one SSE event into `pending`; a parser error ends the round and is given
+    /// after what the event said before it (`failed`).
+    fn take(&mut self, ev: &Sse) {
+        self.last_data = Instant::now();
+        let Some(data) = ev.data.as_deref().filter(|d| !d.is_empty()) else { return };
+        match self.parser.parse(ev.event.as_deref(), data, &mut self.pending) {
+            Ok(false) => {}
+            Ok(true) => self.done = true,
+            Err(e) => {
                 self.done = true;
-                return Some(Err(e));
+                self.failed = Some(e);
             }
         }
     }
 
-    /// Parses one SSE event into `pending`.
-    fn take(&mut self, ev: &Sse) -> Result<(), UpstreamError> {
-        self.last_data = Instant::now();
-        let Some(data) = ev.data.as_deref().filter(|d| !d.is_empty()) else { return Ok(()) };
-        if self.parser.parse(ev.event.as_deref(), data, &mut self.pending)? {
-            self.done = true;
-        }
-        Ok(())
-    }
-
     /// Folds into `first` the fragments that continue it among the events already here:
     /// polled without a waker, so nothing is waited for. Stops at the first event that does
-    /// not continue it (kept in `pending`), or at the end or an error (kept in `ahead`).
+    /// not continue it (kept in `pending`), or at the end or an error (kept in `ahead` or
+    /// `failed`).
     fn coalesce(&mut self, first: &mut UpstreamEvent) {
         let mut cx = Context::from_waker(futures_util::task::noop_waker_ref());
         while self.pending.is_empty() && !self.done && self.ahead.is_none() {
@@ -181,11 +185,7 @@ impl<P: SseParser> SseRound<P> {
                 Poll::Pending => return,
                 Poll::Ready(None) => self.ahead = Some(Next::End),
                 Poll::Ready(Some(Err(e))) => self.ahead = Some(Next::Event(Err(e))),
-                Poll::Ready(Some(Ok(ev))) => {
-                    if let Err(e) = self.take(&ev) {
-                        self.ahead = Some(Next::Failed(e));
-                    }
-                }
+                Poll::Ready(Some(Ok(ev))) => self.take(&ev),
             }
             while let Some(next) = self.pending.front() {
                 if !continue_with(first, next) {
@@ -204,16 +204,18 @@ fn is_fragment(e: &UpstreamEvent) -> bool {
         UpstreamEvent::Text(_)
             | UpstreamEvent::Refusal(_)
             | UpstreamEvent::Reasoning(_)
+            | UpstreamEvent::ReasoningSummary { .. }
             | UpstreamEvent::ToolCall { arguments: Some(_), .. }
     )
 }
 
-/// Appends `next` to `into` when it continues it: text after text (and so for refusal and
-/// reasoning), or more arguments of the same call (no new id or name). False otherwise.
+/// Appends `next` to `into` when it continues it: text after text (and so for refusal,
+/// reasoning and one summary part), or more arguments of the same call (no new id or name). False otherwise.
 fn continue_with(into: &mut UpstreamEvent, next: &UpstreamEvent) -> bool {
-    use UpstreamEvent::{Reasoning, Refusal, Text, ToolCall};
+    use UpstreamEvent::{Reasoning, ReasoningSummary, Refusal, Text, ToolCall};
     match (into, next) {
         (Text(a), Text(b)) | (Refusal(a), Refusal(b)) | (Reasoning(a), Reasoning(b)) => a.push_str(b),
+        (ReasoningSummary { part: p, delta: a }, ReasoningSummary { part: q, delta: b }) if p == q => a.push_str(b),
         (
             ToolCall { index: i, arguments: Some(a), .. },
             ToolCall { index: j, id: None, name: None, arguments: Some(b) },

@@ -20,7 +20,7 @@ static REGISTRY: std::sync::LazyLock<std::sync::Arc<Registry>> =
 
 fn parse_and_prepare(bytes: &[u8]) {
     if let Ok(req) = parse_request(bytes) {
-        let _ = validate(req, None, false, &REGISTRY, &Default::default(), Continuation::default());
+        let _ = validate(req, None, false, &REGISTRY, &Default::default(), Continuation::default(), None);
     }
 }
 

@@ -34,6 +34,8 @@ mod input_checks;
 mod request_ids;
 mod responses;
 mod responses_upstream;
+mod reasoning;
+mod reasoning_usage;
 mod store_conversations;
 mod store_processes;
 mod store_responses;

@@ -69,7 +69,7 @@ impl ServerHandler for Demo {
 }
 
 /// Serves [`Demo`] on 127.0.0.1 (a free port): its `/mcp` URL and its call counter.
-async fn mcp_server() -> (String, Arc<AtomicUsize>) {
+pub(crate) async fn mcp_server() -> (String, Arc<AtomicUsize>) {
     let demo = Demo::default();
     let calls = demo.calls.clone();
     let service = StreamableHttpService::new(move || Ok(demo.clone()), Arc::new(LocalSessionManager::default()), StreamableHttpServerConfig::default());

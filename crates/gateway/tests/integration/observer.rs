@@ -86,5 +86,6 @@ async fn observer_is_told_of_a_failed_round_and_a_failed_tool() {
     assert_eq!(lines[0], "turn_started streamed=true", "{lines:?}");
     assert_eq!(lines[4], "tool_done custom package_version Error", "{lines:?}");
     assert_eq!(lines[6], "round_done 1 out=0 error=Some(\"upstream_error\")", "{lines:?}");
-    assert_eq!(lines.last().map(String::as_str), Some("turn_done Failed rounds=2 out=0"), "{lines:?}");
+    // The failed turn's usage is what its rounds spent (issue 30): the first round's 4.
+    assert_eq!(lines.last().map(String::as_str), Some("turn_done Failed rounds=2 out=4"), "{lines:?}");
 }

@@ -22,6 +22,7 @@ pub mod calls;
 pub mod request;
 
 use calls::CallSlots;
+use crate::transcript::ReasoningField;
 
 /// A configured chat-completions upstream.
 #[derive(Debug, Clone)]
@@ -56,7 +57,7 @@ impl ChatCompletions {
     /// Starts one streamed round.
     pub async fn stream(&self, req: &RoundRequest<'_>) -> Result<RoundStream, UpstreamError> {
         let body = Bytes::from(
-            request::encode(req).map_err(|e| UpstreamError::Protocol(format!("could not encode the request: {e}")))?,
+            request::encode(req, self.caps.reasoning_handback).map_err(|e| UpstreamError::Protocol(format!("could not encode the request: {e}")))?,
         );
         let resp = self.http.post_round(&self.chat_url, body, req.model).await?;
         let idle = self.http.idle();
@@ -100,6 +101,8 @@ pub struct ChatParser {
     open_custom: Vec<usize>,
     /// The round's calls by `index` and `id`.
     slots: CallSlots,
+    /// The field the round's reasoning came in (told once).
+    field: Option<ReasoningField>,
 }
 
 impl SseParser for ChatParser {
@@ -177,8 +180,18 @@ impl ChatParser {
         }
         if let Some(choice) = chunk.choice {
             let d = choice.delta;
-            // Servers moving from `reasoning_content` to `reasoning` may send both: one is used.
-            if let Some(text) = d.reasoning_content.filter(|t| !t.is_empty()).or(d.reasoning.filter(|t| !t.is_empty())) {
+            // Servers moving from `reasoning_content` to `reasoning` may send both: one is
+            // used, and the round's reasoning goes back in the field that came first.
+            let reasoning = match (d.reasoning_content.filter(|t| !t.is_empty()), d.reasoning.filter(|t| !t.is_empty())) {
+                (Some(t), _) => Some((t, ReasoningField::ReasoningContent)),
+                (None, Some(t)) => Some((t, ReasoningField::Reasoning)),
+                (None, None) => None,
+            };
+            if let Some((text, field)) = reasoning {
+                if self.field.is_none() {
+                    self.field = Some(field);
+                    out.push_back(UpstreamEvent::ReasoningField(field));
+                }
                 out.push_back(UpstreamEvent::Reasoning(text.into_owned()));
             }
             if let Some(text) = d.content.filter(|t| !t.is_empty()) {

@@ -13,18 +13,66 @@ use serde_json::{json, Value};
 
 use protocol::request::TextFormat;
 
-use crate::upstream::{NativeTool, RoundRequest, ToolChoice, UpstreamTool};
-use crate::transcript::{Call, Entry, Transcript, UserPart};
+use crate::upstream::{NativeTool, ReasoningHandback, RoundRequest, ToolChoice, UpstreamTool};
+use crate::transcript::{Call, Entry, ReasoningField, Transcript, UserPart};
 
-/// The encoded body of one round (UTF-8 JSON bytes). Errors only if a value cannot be
-/// encoded as JSON (a map with non-string keys), which the gateway never builds.
-pub fn encode(req: &RoundRequest<'_>) -> serde_json::Result<Vec<u8>> {
-    serde_json::to_vec(&Body(req))
+/// The encoded body of one round (UTF-8 JSON bytes); `handback` says which assistant
+/// messages carry their reasoning. Errors only if a value cannot be encoded as JSON (a map
+/// with non-string keys), which the gateway never builds.
+pub fn encode(req: &RoundRequest<'_>, handback: ReasoningHandback) -> serde_json::Result<Vec<u8>> {
+    serde_json::to_vec(&Body(req, handback))
 }
 
 /// The body as a JSON value (for diagnostics and tests).
-pub fn body_value(req: &RoundRequest<'_>) -> serde_json::Result<Value> {
-    serde_json::to_value(Body(req))
+pub fn body_value(req: &RoundRequest<'_>, handback: ReasoningHandback) -> serde_json::Result<Value> {
+    serde_json::to_value(Body(req, handback))
+}
+
+/// What `detail: "original"` (full resolution, newer Codex) becomes for a chat server,
+/// which accepts only `low`, `high` and `auto`: `high`, the closest.
+pub const ORIGINAL_DETAIL: &str = "high";
+
+/// The reasoning each transcript entry carries back (`None` for most), by `handback`:
+///
+/// - `tool_rounds`: every assistant message of a user turn (the entries between two user
+///   messages; the images a tool returned, which follow its results as a user message, do
+///   not start one) in which the model called a tool, each in the field the server wrote
+///   it in. A message of that turn that came without reasoning gets an empty one in the
+///   turn's field, since servers that want it back (DeepSeek) refuse a message without.
+/// - `always`: every assistant message that has reasoning.
+/// - `never`: none.
+fn handed_back(entries: &[Entry], handback: ReasoningHandback) -> Vec<Option<(ReasoningField, &str)>> {
+    fn own(e: &Entry) -> Option<(ReasoningField, &str)> {
+        match e {
+            Entry::Assistant { reasoning: Some(t), .. } => Some((t.field, t.text.as_str())),
+            _ => None,
+        }
+    }
+    match handback {
+        ReasoningHandback::Never => vec![None; entries.len()],
+        ReasoningHandback::Always => entries.iter().map(own).collect(),
+        ReasoningHandback::ToolRounds => {
+            let mut out = vec![None; entries.len()];
+            let mut start = 0;
+            while start < entries.len() {
+                // The turn runs to the next user message that does not follow a tool result.
+                let end = (start + 1..entries.len())
+                    .find(|&i| matches!(entries[i], Entry::User(_)) && !matches!(entries[i - 1], Entry::ToolResult { .. }))
+                    .unwrap_or(entries.len());
+                let turn = &entries[start..end];
+                let called = turn.iter().any(|e| matches!(e, Entry::Assistant { calls, .. } if !calls.is_empty()));
+                if let (true, Some((field, _))) = (called, turn.iter().find_map(own)) {
+                    for (i, e) in turn.iter().enumerate() {
+                        if matches!(e, Entry::Assistant { .. }) {
+                            out[start + i] = Some(own(e).unwrap_or((field, "")));
+                        }
+                    }
+                }
+                start = end;
+            }
+            out
+        }
+    }
 }
 
 /// Names of the tools declared in their native form this round: their replayed calls are
@@ -33,7 +81,7 @@ fn native_names<'a>(req: &RoundRequest<'a>) -> Vec<&'a str> {
     req.tools.iter().filter(|t| t.is_native()).map(|t| t.name.as_str()).collect()
 }
 
-struct Body<'a, 'r>(&'r RoundRequest<'a>);
+struct Body<'a, 'r>(&'r RoundRequest<'a>, ReasoningHandback);
 
 impl Serialize for Body<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -41,7 +89,7 @@ impl Serialize for Body<'_, '_> {
         let native = native_names(req);
         let mut m = s.serialize_map(None)?;
         m.serialize_entry("model", req.model)?;
-        m.serialize_entry("messages", &Messages { t: req.transcript, native: &native })?;
+        m.serialize_entry("messages", &Messages { t: req.transcript, native: &native, handback: self.1 })?;
         m.serialize_entry("stream", &true)?;
         m.serialize_entry("stream_options", &json!({"include_usage": true}))?;
         let sp = req.sampling;
@@ -191,6 +239,8 @@ pub struct Messages<'a> {
     pub t: &'a Transcript,
     /// Tools declared natively: their calls are written as `{type:"custom", custom:{…}}`.
     pub native: &'a [&'a str],
+    /// Which assistant messages carry their reasoning.
+    pub handback: ReasoningHandback,
 }
 
 impl Serialize for Messages<'_> {
@@ -200,9 +250,10 @@ impl Serialize for Messages<'_> {
         if let Some(sys) = &system {
             seq.serialize_element(&json!({"role": "system", "content": sys}))?;
         }
+        let reasoning = handed_back(&self.t.entries, self.handback);
         // A Responses upstream's own items (its reasoning) are never shown to a chat upstream.
-        for e in self.t.entries.iter().filter(|e| !matches!(e, Entry::Upstream(_))) {
-            seq.serialize_element(&Message { e, native: self.native })?;
+        for (e, reasoning) in self.t.entries.iter().zip(reasoning).filter(|(e, _)| !matches!(e, Entry::Upstream(_))) {
+            seq.serialize_element(&Message { e, native: self.native, reasoning })?;
         }
         seq.end()
     }
@@ -211,6 +262,8 @@ impl Serialize for Messages<'_> {
 struct Message<'a> {
     e: &'a Entry,
     native: &'a [&'a str],
+    /// The reasoning this assistant message carries back, in its field.
+    reasoning: Option<(ReasoningField, &'a str)>,
 }
 
 impl Serialize for Message<'_> {
@@ -233,9 +286,12 @@ impl Serialize for Message<'_> {
                     m.serialize_entry("content", &Parts(parts))?;
                 }
             }
-            Entry::Assistant { text, calls } => {
+            Entry::Assistant { text, calls, .. } => {
                 m.serialize_entry("role", "assistant")?;
                 m.serialize_entry("content", text)?;
+                if let Some((field, thought)) = self.reasoning {
+                    m.serialize_entry(field.name(), thought)?;
+                }
                 if !calls.is_empty() {
                     m.serialize_entry("tool_calls", &Calls { calls, native: self.native })?;
                 }
@@ -262,7 +318,7 @@ impl Serialize for Parts<'_> {
                 UserPart::Image { url, detail } => {
                     let mut img = json!({"url": url});
                     if let Some(d) = detail {
-                        img["detail"] = json!(d);
+                        img["detail"] = json!(if d == "original" { ORIGINAL_DETAIL } else { d });
                     }
                     seq.serialize_element(&json!({"type": "image_url", "image_url": img}))?;
                 }
@@ -326,6 +382,7 @@ mod tests {
                 Entry::User(vec![UserPart::Text("a".into()), UserPart::Text("b".into())]),
                 Entry::User(vec![UserPart::Text("see".into()), UserPart::Image { url: "data:image/png;base64,AA".into(), detail: Some("low".into()) }]),
                 Entry::Assistant {
+                    reasoning: None,
                     text: String::new(),
                     calls: vec![
                         Call { call_id: "c1".into(), name: "get_weather".into(), arguments: "{\"city\":\"Paris\"}".into() },
@@ -381,12 +438,43 @@ mod tests {
             "tool_choice": {"type": "custom", "custom": {"name": "sql"}},
             "parallel_tool_calls": false
         });
-        let bytes = encode(&req).expect("encode");
+        let bytes = encode(&req, ReasoningHandback::ToolRounds).expect("encode");
         assert_eq!(String::from_utf8(bytes).expect("utf-8"), serde_json::to_string(&want).expect("json"));
-        assert_eq!(body_value(&req).expect("value"), want);
+        assert_eq!(body_value(&req, ReasoningHandback::ToolRounds).expect("value"), want);
         // No tools offered (tool_choice none): neither tools nor tool_choice are sent.
         let none = RoundRequest { tool_choice: &ToolChoice::None, ..req };
-        let v = body_value(&none).expect("value");
+        let v = body_value(&none, ReasoningHandback::ToolRounds).expect("value");
         assert!(v.get("tools").is_none() && v.get("tool_choice").is_none() && v.get("parallel_tool_calls").is_none());
+    }
+
+    /// `tool_rounds` hands reasoning back on every assistant message of a user turn with
+    /// calls (an empty one where a message had none), not on a plain chat turn; the images
+    /// of a tool output (a user message right after the results) do not start a turn.
+    #[test]
+    fn reasoning_goes_back_by_the_setting() {
+        use crate::transcript::Thought;
+        let thought = |t: &str| Some(Thought { field: ReasoningField::Reasoning, text: t.into() });
+        let call = Call { call_id: "c1".into(), name: "f".into(), arguments: "{}".into() };
+        let entries = vec![
+            Entry::User(vec![UserPart::Text("hi".into())]),
+            Entry::Assistant { text: "hello".into(), calls: vec![], reasoning: thought("greet") },
+            Entry::User(vec![UserPart::Text("look".into())]),
+            Entry::Assistant { text: String::new(), calls: vec![call], reasoning: thought("call f") },
+            Entry::ToolResult { call_id: "c1".into(), content: "x".into(), continuation: None },
+            Entry::User(vec![UserPart::Image { url: "data:image/png;base64,AA".into(), detail: Some("original".into()) }]),
+            Entry::Assistant { text: "done".into(), calls: vec![], reasoning: None },
+        ];
+        let got = |mode| handed_back(&entries, mode).into_iter().map(|r| r.map(|(f, t)| (f.name(), t.to_string()))).collect::<Vec<_>>();
+        let some = |t: &str| Some(("reasoning", t.to_string()));
+        assert_eq!(got(ReasoningHandback::ToolRounds), vec![None, None, None, some("call f"), None, None, some("")]);
+        assert_eq!(got(ReasoningHandback::Always), vec![None, some("greet"), None, some("call f"), None, None, None]);
+        assert_eq!(got(ReasoningHandback::Never), vec![None; 7]);
+        // On the wire: the field on the message, `original` as `high`.
+        let t = Transcript { entries, ..Transcript::default() };
+        let req = RoundRequest { model: "m", transcript: &t, tools: &[], tool_choice: &ToolChoice::Auto, sampling: &Sampling::default() };
+        let v = body_value(&req, ReasoningHandback::ToolRounds).expect("value");
+        assert_eq!(v["messages"][3]["reasoning"], "call f");
+        assert!(v["messages"][1].get("reasoning").is_none() && v["messages"][1].get("reasoning_content").is_none());
+        assert_eq!(v["messages"][5]["content"][0]["image_url"]["detail"], "high");
     }
 }

@@ -66,8 +66,8 @@ impl Serialize for Body<'_, '_> {
         if let Some(u) = &sp.user {
             m.serialize_entry("user", u)?;
         }
-        if let Some(e) = &sp.reasoning_effort {
-            m.serialize_entry("reasoning", &Effort { effort: e })?;
+        if sp.reasoning_effort.is_some() || sp.reasoning_summary.is_some() {
+            m.serialize_entry("reasoning", &ReasoningParam { effort: sp.reasoning_effort.as_deref(), summary: sp.reasoning_summary.as_deref() })?;
         }
         if let Some(f) = &sp.text_format {
             m.serialize_entry("text", &Format { format: f })?;
@@ -86,9 +86,13 @@ impl Serialize for Body<'_, '_> {
     }
 }
 
+/// `reasoning: {effort?, summary?}` (contract 2026 §W5.1).
 #[derive(Serialize)]
-struct Effort<'a> {
-    effort: &'a str,
+struct ReasoningParam<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    effort: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -180,7 +184,7 @@ impl Serialize for Input<'_, '_> {
                 // The upstream's own items (its reasoning), back as they came.
                 Entry::Upstream(item) => seq.serialize_element(item)?,
                 Entry::User(parts) => seq.serialize_element(&Message { kind: "message", role: "user", content: UserContent(parts) })?,
-                Entry::Assistant { text, calls } => {
+                Entry::Assistant { text, calls, .. } => {
                     if !text.is_empty() {
                         let content = [OutputText { kind: "output_text", text }];
                         seq.serialize_element(&Message { kind: "message", role: "assistant", content })?;
@@ -299,6 +303,7 @@ mod tests {
             entries: vec![
                 Entry::User(vec![UserPart::Text("hi".into()), UserPart::Image { url: "data:image/png;base64,AA".into(), detail: None }]),
                 Entry::Assistant {
+                    reasoning: None,
                     text: "Let me look.".into(),
                     calls: vec![
                         Call { call_id: "c1".into(), name: "get_weather".into(), arguments: "{\"city\":\"Paris\"}".into() },
@@ -356,7 +361,7 @@ mod tests {
         let t = Transcript {
             entries: vec![
                 Entry::User(vec![UserPart::Text("find".into())]),
-                Entry::Assistant { text: String::new(), calls: vec![Call { call_id: "c1".into(), name: "file_search".into(), arguments: r#"{"queries":["q"]}"#.into() }] },
+                Entry::Assistant { text: String::new(), calls: vec![Call { call_id: "c1".into(), name: "file_search".into(), arguments: r#"{"queries":["q"]}"#.into() }], reasoning: None },
                 Entry::ToolResult { call_id: "c1".into(), content: "results".into(), continuation: Some(typed.clone()) },
             ],
             ..Transcript::default()

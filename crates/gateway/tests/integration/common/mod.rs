@@ -73,6 +73,11 @@ impl Harness {
             Some(dir) => dir,
             None => std::env::temp_dir().join(format!("rg-vs-{}-{:016x}", std::process::id(), rand::random::<u64>())),
         });
+        // The seal key is generated in the data dir: the test database's, never the user's.
+        config.server.data_dir = Some(match db.sqlite_path().and_then(|p| p.parent().map(|d| d.to_path_buf())) {
+            Some(dir) => dir,
+            None => std::env::temp_dir().join(format!("rg-data-{}-{:016x}", std::process::id(), rand::random::<u64>())),
+        });
         edit(&mut config);
         let store = db.open(&config.store).await.expect("open the test store");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");

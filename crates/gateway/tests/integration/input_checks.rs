@@ -37,6 +37,14 @@ async fn penalties_are_ranged_and_numbers_short() {
     let (_, body) = h.post(json!({"model":"m","input":"x","max_output_tokens":1e300})).await;
     let message = error_of(&body)["message"].as_str().unwrap().to_string();
     assert!(!message.contains("0000000000000000000"), "{message}");
+    // Integers past u64 arrive as floats with an exponent: written with one exponent.
+    for raw in [r#"{"model":"m","input":"x","max_output_tokens":18446744073709551617}"#, r#"{"model":"m","input":"x","max_output_tokens":123456789012345678901234567890}"#] {
+        let (status, body) = h.post_raw(raw).await;
+        assert_eq!(status, 400, "{body}");
+        let message = error_of(&body)["message"].as_str().unwrap().to_string();
+        let number = message.split('`').nth(1).unwrap_or_default();
+        assert!(number.parse::<f64>().is_ok_and(|n| n > 1e19), "{message}");
+    }
     h.upstream.push(Script::text(&["ok"]));
     let (status, body) = h.post(json!({"model":"m","input":"x","presence_penalty":-2,"frequency_penalty":2})).await;
     assert_eq!(status, 200, "{body}");

@@ -112,7 +112,7 @@ pub fn router(state: Arc<AppState>, server: &crate::config::ServerConfig) -> Rou
         .route("/", get(playground::index))
         .route("/favicon.ico", get(playground::favicon))
         .route("/playground", get(playground::index))
-        .route("/playground/", get(playground::index))
+        .route("/playground/", get(playground::index_slash))
         .route("/playground/{file}", get(playground::file))
         .route("/playground/vendor/{file}", get(playground::vendor_file))
         .layer(RequestBodyLimitLayer::new(max_body_bytes))

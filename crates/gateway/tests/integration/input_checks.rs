@@ -96,6 +96,11 @@ async fn conversation_items_are_checked() {
         (json!({"role":"user","content":"x","\u{0}":1}), "items[1]"),
         (json!({"role":"user","content":[{"type":"input_text","text":"x","extra":{"a\nb":1}}]}), "items[1].content[0].extra"),
         (json!({"role":"nobody","content":"x"}), "items[1]"),
+        // The content checks of an input item (`POST /v1/responses` names `input[i]…`).
+        (json!({"type":"message","role":"user","content":[{"type":"input_image","image_url":"javascript:alert(1)"}]}), "items[1].content[0].image_url"),
+        (json!({"role":"user","content":[{"type":"input_text","text":"x"},{"type":"input_file","file_id":"file_unknown"}]}), "items[1].content[1].file_id"),
+        (json!({"role":"assistant","content":[{"type":"input_image","image_url":"https://example.com/a.png"}]}), "items[1].content[0]"),
+        (json!({"type":"function_call_output","call_id":"c1","output":[{"type":"input_image","image_url":"ftp://x/y.png"}]}), "items[1].output[0].image_url"),
     ] {
         let (status, e) = h.post_to(&format!("/v1/conversations/{id}/items"), json!({"items":[{"role":"user","content":"ok"}, item]})).await;
         assert_eq!(status, 400, "{item}: {e}");
@@ -107,4 +112,8 @@ async fn conversation_items_are_checked() {
     assert_eq!(items["data"].as_array().unwrap().len(), 1, "nothing was added: {items}");
     let (status, _) = h.post_to(&format!("/v1/conversations/{id}/items"), json!({"items":[{"type":"reasoning","id":"rs_2","summary":[{"type":"summary_text","text":"t"}]}]})).await;
     assert_eq!(status, 200, "a well-formed reasoning item is kept");
+    // The conversation still takes turns: nothing refused was stored.
+    h.upstream.push(Script::text(&["ok"]));
+    let (status, body) = h.post(json!({"model":"m","input":"next","conversation":id})).await;
+    assert_eq!(status, 200, "{body}");
 }

@@ -116,6 +116,19 @@ fn bad(param: &str, message: impl Into<String>, code: &str) -> GatewayError {
     GatewayError::bad_request(Some(param.to_string()), message).with_code(code)
 }
 
+/// The `i`th `include` value: one of the API's (`INCLUDE_VALUES`), else 400 `include[i]`
+/// `invalid_value` (also the check of `GET /v1/responses/{id}?include[]=`).
+pub fn check_include(i: usize, value: &str) -> Result<(), GatewayError> {
+    if INCLUDE_VALUES.contains(&value) {
+        return Ok(());
+    }
+    Err(bad(
+        &format!("include[{i}]"),
+        format!("Invalid value: '{value}'. Supported values are: {}.", INCLUDE_VALUES.join(", ")),
+        "invalid_value",
+    ))
+}
+
 /// Validates the request and builds the turn, continuing from `from` (the stored
 /// transcript and/or conversation items it starts from). `models` maps public → upstream
 /// names (absent: pass through); an unknown model → 404 `model_not_found`.
@@ -137,13 +150,7 @@ pub fn validate(
         return Err(bad("model", "Missing required parameter: 'model'.", "missing_required_parameter"));
     };
     for (i, value) in req.include.iter().flatten().enumerate() {
-        if !INCLUDE_VALUES.contains(&value.as_str()) {
-            return Err(bad(
-                &format!("include[{i}]"),
-                format!("Invalid value: '{value}'. Supported values are: {}.", INCLUDE_VALUES.join(", ")),
-                "invalid_value",
-            ));
-        }
+        check_include(i, value)?;
     }
     let upstream_model = match models {
         None => model.clone(),

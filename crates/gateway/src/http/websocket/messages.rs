@@ -107,6 +107,15 @@ pub fn read(text: Bytes) -> Result<ClientEvent, Box<Rejected>> {
     Ok(ClientEvent::Create { stream_id, generate, body: text, parsed: Box::new(parsed) })
 }
 
+/// The valid `stream_id` of a message not read further (one refused before it is parsed),
+/// if it has one.
+pub fn stream_id_of(text: &[u8]) -> Option<String> {
+    match serde_json::from_slice::<Head>(text).ok()?.stream_id? {
+        Value::String(id) if valid_stream_id(&id) => Some(id),
+        _ => None,
+    }
+}
+
 /// The fields read before the body.
 #[derive(serde::Deserialize)]
 struct Head {

@@ -48,6 +48,10 @@ pub struct Prepared {
     pub cancel: tokio_util::sync::CancellationToken,
     /// Set before `cancel` fires when the client cancelled a background response.
     pub cancelled_by_client: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Set before `cancel` fires when a foreground turn's client left (its stream, its
+    /// request or its WebSocket closed): the turn ends `incomplete` with
+    /// `incomplete_details.reason` [`crate::events::emitter::CLIENT_DISCONNECTED`].
+    pub client_left: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// What to write when the turn ends (`store: true` or a conversation); set by
     /// [`crate::turn::prepare`].
     pub persist: Option<crate::turn::persist::Persist>,
@@ -256,6 +260,7 @@ pub fn validate(
         executors: registry.clone(),
         cancel: Default::default(),
         cancelled_by_client: Default::default(),
+        client_left: Default::default(),
         stream: req.stream.unwrap_or(false),
         store,
         persist: None,

@@ -136,6 +136,9 @@ async fn closing_stops_the_connections_turns_and_stores_a_stored_one_incomplete(
         let (status, stored) = h.call(reqwest::Method::GET, &format!("/v1/responses/{id}"), None).await;
         if store {
             assert_eq!((status, stored["status"].as_str()), (200, Some("incomplete")), "stored as it was: {stored}");
+            assert_eq!(stored["incomplete_details"]["reason"], "client_disconnected", "{stored}");
+            // The usage of the round that finished (the call's) is kept.
+            assert_eq!(stored["usage"]["input_tokens"], 10, "{stored}");
         } else {
             assert_eq!(status, 404);
         }

@@ -66,10 +66,10 @@ impl BodyBudget {
 
     /// Room for a message of `bytes` already read whole (a WebSocket message), taken at once
     /// or not at all: `Ok(None)` for a message under [`SMALL`] bytes (not counted),
-    /// `Err(())` when there is no room (the message is refused `server_busy`). A message
+    /// `Err(NoRoom)` when there is no room (the message is refused `server_busy`). A message
     /// cannot wait as a declared body does: its bytes are in memory already, and its
     /// connection's other responses go on meanwhile.
-    pub fn take_now(&self, bytes: u64) -> Result<Option<OwnedSemaphorePermit>, ()> {
+    pub fn take_now(&self, bytes: u64) -> Result<Option<OwnedSemaphorePermit>, NoRoom> {
         if bytes < SMALL {
             return Ok(None);
         }
@@ -78,7 +78,7 @@ impl BodyBudget {
             Ok(permit) => Ok(Some(permit)),
             Err(_) => {
                 tracing::warn!(bytes, available = self.available_bytes(), "websocket message refused: the body budget is full");
-                Err(())
+                Err(NoRoom)
             }
         }
     }
@@ -183,7 +183,7 @@ struct Metered {
 
 /// The error of a body refused for want of room (the answer becomes a 503 anyway).
 #[derive(Debug)]
-struct NoRoom;
+pub struct NoRoom;
 
 impl std::fmt::Display for NoRoom {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -283,6 +283,27 @@ fn refused_large_body() -> UpstreamError {
     }
 }
 
+/// The OpenAI model list rebuilt from an upstream's `/models` body (see
+/// [`HttpUpstream::models`]); empty without a `data` array.
+fn model_list(body: &Value, secrets: &Secrets) -> Value {
+    let data = body.get("data").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    let models: Vec<Value> = data
+        .iter()
+        .filter_map(|m| {
+            let id = m.get("id")?.as_str()?;
+            let created = m.get("created").and_then(Value::as_i64).unwrap_or(0);
+            let owned_by = m.get("owned_by").and_then(Value::as_str).unwrap_or("upstream");
+            Some(serde_json::json!({
+                "id": secrets.redact(id),
+                "object": "model",
+                "created": created,
+                "owned_by": secrets.redact(owned_by),
+            }))
+        })
+        .collect();
+    serde_json::json!({"object": "list", "data": models})
+}
+
 #[cfg(test)]
 mod tests {
     use super::names_the_model;
@@ -309,25 +330,4 @@ mod tests {
             assert!(!names_the_model(message, model), "{message} / {model}");
         }
     }
-}
-
-/// The OpenAI model list rebuilt from an upstream's `/models` body (see
-/// [`HttpUpstream::models`]); empty without a `data` array.
-fn model_list(body: &Value, secrets: &Secrets) -> Value {
-    let data = body.get("data").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-    let models: Vec<Value> = data
-        .iter()
-        .filter_map(|m| {
-            let id = m.get("id")?.as_str()?;
-            let created = m.get("created").and_then(Value::as_i64).unwrap_or(0);
-            let owned_by = m.get("owned_by").and_then(Value::as_str).unwrap_or("upstream");
-            Some(serde_json::json!({
-                "id": secrets.redact(id),
-                "object": "model",
-                "created": created,
-                "owned_by": secrets.redact(owned_by),
-            }))
-        })
-        .collect();
-    serde_json::json!({"object": "list", "data": models})
 }

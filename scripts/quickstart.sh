@@ -32,8 +32,11 @@
 #   time. Environment: PYTHON, LLAMA_PORT, LLAMA_CTX (llama.cpp's context, default 4096),
 #   HEALTH_TIMEOUT (seconds, default 120), CARGO_TARGET_DIR, GATEWAY_BIN (a gateway binary to
 #   use instead of the release build: scripts/test.sh runs `--check` with the debug binary
-#   it has built).
-# Logs and data: target/quickstart/ (a fresh gateway data directory each run).
+#   it has built), QUICKSTART_DIR (the work directory, default target/quickstart).
+# Logs and data: target/quickstart/ (a fresh gateway data directory each run); a run on
+#   another port than 8080 uses target/quickstart/port-N/ (N: the port, also the one --port 0
+#   found), so runs side by side never share files. A second run on a work directory that a
+#   running quickstart holds is refused, naming that run's process and port.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -43,10 +46,6 @@ SCRIPT_NAME=quickstart.sh
 # shellcheck source=scripts/lib/model-stack.sh
 source scripts/lib/model-stack.sh
 
-WORK="target/quickstart"
-LLAMA_LOG="$WORK/llama.log"
-GW_LOG="$WORK/gateway.log"
-GW_DATA="$WORK/gateway-data"
 GW_PORT=8080
 CHECK=0
 MODEL_FILE=""
@@ -75,32 +74,54 @@ done
 [[ -z "$MODEL_FILE" || -f "$MODEL_FILE" ]] || die "--model $MODEL_FILE: no such file"
 [[ -z "$TEMPLATE" || -f "$TEMPLATE" ]] || die "--chat-template $TEMPLATE: no such file"
 [[ "$CAP" =~ ^[0-9]+$ ]] || die "--max-output-tokens must be a number (0: no cap)"
+[[ "$GW_PORT" =~ ^[0-9]{1,5}$ ]] && (( 10#$GW_PORT <= 65535 )) || die "--port must be a port number, 1 to 65535 (0: a free port)"
+GW_PORT=$(( 10#$GW_PORT ))
+[[ -z "${GATEWAY_BIN:-}" || -x "$GATEWAY_BIN" ]] || die "GATEWAY_BIN=$GATEWAY_BIN is not an executable"
+[[ "$GW_PORT" != 0 ]] || GW_PORT="$("${PYTHON:-python3}" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')"
 
+LOCK=""
 GW_PID=""
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
   stop_pid "$GW_PID" gateway
   stop_pid "$LLAMA_PID" llama.cpp
+  # The work directory is free again (only this run's own pid file is removed).
+  [[ -z "$LOCK" || "$(cut -d' ' -f1 "$LOCK" 2>/dev/null)" != "$$" ]] || rm -f "$LOCK"
   exit "$rc"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+# The run's work directory: logs, the gateway's data, and the pid of the run holding it.
+WORK="${QUICKSTART_DIR:-target/quickstart}"
+[[ "$GW_PORT" == 8080 ]] || WORK="$WORK/port-$GW_PORT"
+LLAMA_LOG="$WORK/llama.log"
+GW_LOG="$WORK/gateway.log"
+GW_DATA="$WORK/gateway-data"
+LOCK="$WORK/quickstart.pid"
+mkdir -p "$WORK"
+# One run per work directory: a running one's logs and data are never touched. (`set -C`:
+# the pid file is created only when absent; a stale one, of a process gone, is replaced.)
+if ! (set -C; printf '%s %s\n' "$$" "$GW_PORT" > "$LOCK") 2>/dev/null; then
+  read -r other_pid other_port < "$LOCK" || true
+  if [[ "${other_pid:-}" =~ ^[0-9]+$ ]] && kill -0 "$other_pid" 2>/dev/null; then
+    die "another quickstart (pid $other_pid, port ${other_port:-?}) is running with $WORK/: stop it, or use another --port"
+  fi
+  printf '%s %s\n' "$$" "$GW_PORT" > "$LOCK"
+fi
+
 started=$SECONDS
 [[ -n "${GATEWAY_BIN:-}" ]] || command -v cargo >/dev/null || die "cargo is not installed (https://rustup.rs)"
-mkdir -p "$WORK"
 if [[ -n "$UPSTREAM" ]]; then install_venv sdk; else install_venv; fi
 if [[ -n "${GATEWAY_BIN:-}" ]]; then
-  [[ -x "$GATEWAY_BIN" ]] || die "GATEWAY_BIN=$GATEWAY_BIN is not an executable"
   BIN="$GATEWAY_BIN"
 else
   say "building the gateway: cargo build --release -p responses-gateway"
   cargo build --release -p responses-gateway
   BIN="${CARGO_TARGET_DIR:-target}/release/responses-gateway"
 fi
-[[ "$GW_PORT" != 0 ]] || GW_PORT="$(free_port)"
 http_ok "http://127.0.0.1:$GW_PORT/healthz" && die "port $GW_PORT is in use (another gateway?): use --port N"
 
 serve_args=(--ctx "${LLAMA_CTX:-4096}")

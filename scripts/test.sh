@@ -41,6 +41,9 @@ cargo clippy --workspace --all-targets --features "$features" -- -D warnings
 # The gateway without features (the default build: the code behind `cfg(not(feature))`).
 cargo clippy -p responses-gateway --all-targets -- -D warnings
 
+echo "== quickstart: its checks up front and one run per work directory (no build, no model) =="
+bash tests/quickstart/work_dirs.sh
+
 echo "== Python end-to-end tests (openai SDK) =="
 GATEWAY_BIN="$PWD/target/debug/responses-gateway" UPSTREAM_BIN="$PWD/target/debug/scripted-upstream" \
   bash tests/python/run.sh

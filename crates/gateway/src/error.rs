@@ -140,6 +140,20 @@ pub fn short_numbers(message: &str) -> String {
                 end += 1;
             }
         }
+        // An exponent belongs to the number (`1.8446744073709552e19`, `1e+300`): kept
+        // with it, so a shortened mantissa never ends up before a second exponent.
+        if end > start && end < bytes.len() && matches!(bytes[end], b'e' | b'E') {
+            let mut exp = end + 1;
+            if exp < bytes.len() && matches!(bytes[exp], b'+' | b'-') {
+                exp += 1;
+            }
+            if exp < bytes.len() && bytes[exp].is_ascii_digit() {
+                while exp < bytes.len() && bytes[exp].is_ascii_digit() {
+                    exp += 1;
+                }
+                end = exp;
+            }
+        }
         if end == start {
             let ch = message[i..].chars().next().unwrap_or(' ');
             out.push(ch);
@@ -147,7 +161,8 @@ pub fn short_numbers(message: &str) -> String {
             continue;
         }
         let number = &message[start..end];
-        let digits = number.bytes().filter(u8::is_ascii_digit).count();
+        let mantissa = number.split(['e', 'E']).next().unwrap_or(number);
+        let digits = mantissa.bytes().filter(u8::is_ascii_digit).count();
         match number.parse::<f64>() {
             Ok(n) if digits > MAX_DIGITS => out.push_str(&format!("{n:e}")),
             _ => out.push_str(number),
@@ -169,5 +184,20 @@ mod tests {
         assert_eq!(short_number(1e300), "1e300");
         assert_eq!(short_number(2.5), "2.5");
         assert_eq!(short_number(-0.000000000000000001234), "-1.234e-18");
+    }
+
+    #[test]
+    fn numbers_with_an_exponent_keep_one_exponent() {
+        // serde's message for `18446744073709551617` (past u64) and a 30-digit integer.
+        assert_eq!(
+            short_numbers("invalid type: floating point `1.8446744073709552e19`, expected u64"),
+            "invalid type: floating point `1.8446744073709552e19`, expected u64"
+        );
+        assert_eq!(short_numbers("floating point `1.2345678901234568e29`"), "floating point `1.2345678901234568e29`");
+        assert_eq!(short_numbers("x `1.23456789012345678901e+29` y"), "x `1.2345678901234568e29` y");
+        assert_eq!(short_numbers("`123456789012345678901234567890`"), "`1.2345678901234568e29`");
+        assert_eq!(short_numbers("`18446744073709551617`"), "`1.8446744073709552e19`");
+        assert_eq!(short_numbers("2e5 and 3E-2 stay"), "2e5 and 3E-2 stay");
+        assert_eq!(short_numbers("12em, 7e, 9e+"), "12em, 7e, 9e+");
     }
 }

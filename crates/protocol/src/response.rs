@@ -81,7 +81,8 @@ pub struct ResponseError {
     pub message: String,
 }
 
-/// `incomplete_details`: `{reason: "max_output_tokens" | "content_filter"}`.
+/// `incomplete_details`: `{reason: "max_output_tokens" | "content_filter"}`, or the gateway's
+/// `"client_disconnected"` (a foreground turn whose client left).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct IncompleteDetails {
     pub reason: String,

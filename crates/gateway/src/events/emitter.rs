@@ -12,11 +12,17 @@ use super::sink::{DeltaKind, EventSink};
 use super::ids::PROGRESS_ID_PREFIX;
 use super::Accumulator;
 
+/// `incomplete_details.reason` of a foreground turn stopped because its client left (the
+/// gateway's value: the SDK's `IncompleteDetails.reason` names `max_output_tokens` and
+/// `content_filter` only, and neither says this; docs/behaviour.md).
+pub const CLIENT_DISCONNECTED: &str = "client_disconnected";
+
 /// How a turn ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Terminal {
     Completed,
-    /// `incomplete_details.reason`: `max_output_tokens` | `content_filter`.
+    /// `incomplete_details.reason`: `max_output_tokens` | `content_filter`, or the
+    /// gateway's own [`CLIENT_DISCONNECTED`].
     Incomplete(String),
     /// Cut short by the gateway's shutdown: `incomplete` without `incomplete_details` (the
     /// contract's reasons are `max_output_tokens` and `content_filter` only).

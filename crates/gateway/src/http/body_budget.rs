@@ -6,7 +6,8 @@
 //! (chunked) takes room as it arrives and is refused at once when there is none. Refused:
 //! 503 `server_busy` with `Retry-After`, and the connection closed (its body is unread).
 //! Bodies under [`SMALL`] bytes are not counted. After larger ones, freed memory is given
-//! back to the system (`crate::memory::Janitor`).
+//! back to the system (`crate::memory::Janitor`). WebSocket messages take from the same
+//! budget ([`BodyBudget::take_now`]), from their arrival until their turn has started.
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -61,6 +62,25 @@ impl BodyBudget {
     fn cost(&self, bytes: u64) -> u32 {
         let units = bytes.saturating_mul(BODY_COST_FACTOR).div_ceil(UNIT);
         u32::try_from(units).unwrap_or(u32::MAX).clamp(1, self.total)
+    }
+
+    /// Room for a message of `bytes` already read whole (a WebSocket message), taken at once
+    /// or not at all: `Ok(None)` for a message under [`SMALL`] bytes (not counted),
+    /// `Err(NoRoom)` when there is no room (the message is refused `server_busy`). A message
+    /// cannot wait as a declared body does: its bytes are in memory already, and its
+    /// connection's other responses go on meanwhile.
+    pub fn take_now(&self, bytes: u64) -> Result<Option<OwnedSemaphorePermit>, NoRoom> {
+        if bytes < SMALL {
+            return Ok(None);
+        }
+        self.janitor.large_body();
+        match self.room.clone().try_acquire_many_owned(self.cost(bytes)) {
+            Ok(permit) => Ok(Some(permit)),
+            Err(_) => {
+                tracing::warn!(bytes, available = self.available_bytes(), "websocket message refused: the body budget is full");
+                Err(NoRoom)
+            }
+        }
     }
 
     /// Room left, in bytes (tests, metrics).
@@ -163,7 +183,7 @@ struct Metered {
 
 /// The error of a body refused for want of room (the answer becomes a 503 anyway).
 #[derive(Debug)]
-struct NoRoom;
+pub struct NoRoom;
 
 impl std::fmt::Display for NoRoom {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

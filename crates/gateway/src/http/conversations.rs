@@ -97,7 +97,8 @@ const OTHER_ITEM_TYPES: &[&str] = &[
 
 /// Checks one item as an input item is checked (its type and fields), and what a stored
 /// item must not hold: an unknown type, a reasoning item whose `summary` is not a list of
-/// `summary_text` parts, a key with a control character. 400 naming `items[i]…`.
+/// `summary_text` parts, a key with a control character; and the content checks of an input
+/// item (`transcript::check_item_content`: image URLs, `input_file`s). 400 naming `items[i]…`.
 fn check_item(item: &Value, i: usize) -> Result<(), GatewayError> {
     let bad = |at: &str, message: String| GatewayError::bad_request(Some(format!("items[{i}]{at}")), message).with_code("invalid_value");
     let parsed = InputItem::from_value(item.clone()).map_err(|e| bad("", format!("Invalid item: {}", crate::error::short_numbers(&e.to_string()))))?;
@@ -121,6 +122,9 @@ fn check_item(item: &Value, i: usize) -> Result<(), GatewayError> {
         }
         _ => {}
     }
+    // The content checks an input item gets (`POST /v1/responses`): otherwise a stored item
+    // would refuse every later turn on the conversation.
+    crate::transcript::check_item_content(&parsed, &format!("items[{i}]")).map_err(GatewayError::from)?;
     if let Some(path) = control_key(item) {
         return Err(bad(&path, "Invalid key: keys may not hold control characters.".to_string()));
     }

@@ -112,7 +112,7 @@ pub fn router(state: Arc<AppState>, server: &crate::config::ServerConfig) -> Rou
         .route("/", get(playground::index))
         .route("/favicon.ico", get(playground::favicon))
         .route("/playground", get(playground::index))
-        .route("/playground/", get(playground::index))
+        .route("/playground/", get(playground::index_slash))
         .route("/playground/{file}", get(playground::file))
         .route("/playground/vendor/{file}", get(playground::vendor_file))
         .layer(RequestBodyLimitLayer::new(max_body_bytes))
@@ -127,8 +127,9 @@ pub fn router(state: Arc<AppState>, server: &crate::config::ServerConfig) -> Rou
         _ => app,
     };
     // Large bodies wait for room in the memory budget once they may be read (keys, rate).
+    // WebSocket messages take from the same budget (`websocket::upgrade` finds it here).
     let app = match body_budget::BodyBudget::from_config(&state.limits) {
-        Some(budget) => app.layer(body_budget::BodyBudgetLayer(budget)),
+        Some(budget) => app.layer(body_budget::BodyBudgetLayer(budget.clone())).layer(axum::Extension(budget)),
         None => app,
     };
     // The per-key rate, inside the key check (it counts by the key the check found).

@@ -1,6 +1,6 @@
 //! The browser playground: one HTML page with its script and style, embedded in the binary
-//! (`crates/gateway/assets/playground`). `GET /` and `GET /playground` answer the page,
-//! `GET /favicon.ico` its icon (SVG), `GET /playground/{file}` its assets and
+//! (`crates/gateway/assets/playground`). `GET /` and `GET /playground` answer the page
+//! (`GET /playground/` redirects there), `GET /favicon.ico` its icon (SVG), `GET /playground/{file}` its assets and
 //! `GET /playground/vendor/{file}` the vendored libraries that render answers as Markdown
 //! (`marked` and `DOMPurify`, pinned npm builds with their licences, see
 //! `assets/playground/vendor/README.md`). Nothing is fetched from elsewhere at run time.
@@ -79,6 +79,16 @@ pub async fn index(State(state): State<Arc<AppState>>) -> Response {
         return super::health::not_found().await.into_response();
     }
     asset("text/html; charset=utf-8", INDEX_HTML)
+}
+
+/// `GET /playground/`: a redirect (308) to `../playground`, the page's own URL. The page's
+/// relative URLs (`playground/app.js`) resolve only from there; the `Location` is relative so
+/// that it holds behind a path prefix too.
+pub async fn index_slash(State(state): State<Arc<AppState>>) -> Response {
+    if !state.playground {
+        return super::health::not_found().await.into_response();
+    }
+    axum::response::Redirect::permanent("../playground").into_response()
 }
 
 /// `GET /favicon.ico`: the playground's icon (an SVG image), or 404 when the playground is

@@ -21,7 +21,8 @@ fn not_found(id: &str) -> GatewayError {
     GatewayError::not_found(None, format!("No response found with id '{id}'."), "response_not_found")
 }
 
-/// `GET /v1/responses/{id}`: the stored Response, whole (query `include[]` is accepted), or
+/// `GET /v1/responses/{id}`: the stored Response, whole (query `include[]` takes the values
+/// `POST /v1/responses` takes, else 400 `include[i]`; `stream` is `true` or `false`, else 400), or
 /// a background response's current state (queued, in progress, cancelled, failed).
 /// `stream=true`: a background response's events from its durable log (all, or those after
 /// `starting_after`), then its live ones until the terminal event: the bytes its first stream
@@ -36,9 +37,26 @@ pub async fn get(
 ) -> Response {
     let mut stream = false;
     let mut after = None;
+    let mut includes = 0;
     for (k, v) in url::form_urlencoded::parse(query.as_deref().unwrap_or("").as_bytes()) {
         match k.as_ref() {
-            "stream" => stream = v.eq_ignore_ascii_case("true"),
+            "stream" if v.eq_ignore_ascii_case("true") => stream = true,
+            "stream" if v.eq_ignore_ascii_case("false") => stream = false,
+            "stream" => {
+                return GatewayError::bad_request(
+                    Some("stream".to_string()),
+                    format!("Invalid 'stream': expected a boolean (true or false), got '{v}'."),
+                )
+                .with_code("invalid_value")
+                .into_response()
+            }
+            // Checked as `POST /v1/responses` checks its `include` (`turn::validate`).
+            "include" | "include[]" => {
+                if let Err(e) = crate::turn::validate::check_include(includes, &v) {
+                    return e.into_response();
+                }
+                includes += 1;
+            }
             "starting_after" => match v.parse::<u64>() {
                 Ok(n) => after = Some(n),
                 Err(_) => {

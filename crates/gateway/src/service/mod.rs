@@ -8,6 +8,7 @@
 pub mod app;
 pub mod kept;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
@@ -144,7 +145,7 @@ impl Turn<'_> {
 /// turn's token: the turn stops its upstream round and gateway calls and ends `incomplete`
 /// (a stored one is stored so, DESIGN.md "Pipeline"). Background mode outlives a client.
 #[derive(Debug, Default)]
-pub struct Attached(Option<CancellationToken>);
+pub struct Attached(Option<(CancellationToken, Arc<AtomicBool>)>);
 
 impl Attached {
     /// The turn has ended: dropping this does nothing any more.
@@ -155,7 +156,9 @@ impl Attached {
 
 impl Drop for Attached {
     fn drop(&mut self) {
-        if let Some(t) = self.0.take() {
+        if let Some((t, left)) = self.0.take() {
+            // Before the token: the turn reads why it was stopped once it sees it.
+            left.store(true, Ordering::Release);
             t.cancel();
         }
     }
@@ -247,6 +250,7 @@ impl App {
     fn start_turn<'s>(self: &'s Arc<Self>, mut prepared: Prepared, sink: Option<Box<dyn EventSink>>, permits: Permits) -> Turn<'s> {
         prepared.cancel = self.shutdown.child_token();
         let cancel = prepared.cancel.clone();
+        let client_left = prepared.client_left.clone();
         let streamed = sink.is_some();
         // The first events are queued before the turn runs, so the transport's first write
         // carries them.
@@ -266,7 +270,7 @@ impl App {
         }));
         // A client that leaves stops the turn (its upstream request and gateway calls); a
         // stored one is committed `incomplete` with what it had.
-        Turn { run: Running::Spawned(task), attached: Attached(Some(cancel)), stored }
+        Turn { run: Running::Spawned(task), attached: Attached(Some((cancel, client_left))), stored }
     }
 }
 

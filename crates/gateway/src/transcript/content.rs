@@ -2,10 +2,22 @@
 //! text files inlined, images kept for user messages.
 
 use base64::Engine;
-use protocol::input::{ContentPart, InputMessage, MessageContent, Role, ToolOutputContent};
+use protocol::input::{ContentPart, InputItem, InputMessage, MessageContent, Role, ToolOutputContent};
 use protocol::ApiError;
 
 use super::{Entry, Transcript, UserPart, PROGRESS_ID_PREFIX};
+
+/// Checks one input item's content as [`super::build`] checks it, without building a
+/// transcript: a message's parts (image URLs and details, `input_file`s, images only in user
+/// messages) and a tool output's parts. Other items pass. Errors name `{param}…` (e.g.
+/// `items[0].content[0].image_url`), with the codes `build` gives.
+pub fn check(item: &InputItem, param: &str) -> Result<(), ApiError> {
+    match item {
+        InputItem::Message(m) => message(m, param, &mut Vec::new(), &mut Transcript::default(), false),
+        InputItem::FunctionCallOutput(o) | InputItem::CustomToolCallOutput(o) => tool_output_content(&o.output, param).map(drop),
+        _ => Ok(()),
+    }
+}
 
 /// Adds one input message. An assistant message right after another assistant message
 /// (no call between) joins it: as written when `continues` (the earlier one was the same

@@ -16,6 +16,7 @@ use crate::events::file_citations::FileSource;
 
 pub use crate::events::ids::PROGRESS_ID_PREFIX;
 pub use build::{build, ToolReplay};
+pub use content::check as check_item_content;
 pub use recorded::Recorded;
 
 /// A user content part.

@@ -98,7 +98,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
     let info = TurnInfo { response_id: emitter.response().id.clone(), model: turn.upstream_model.clone(), streamed: emitter.has_sink() };
     observer.turn_started(&info);
     let mut first_token = false;
-    let Prepared { upstream_model, mut transcript, mut tools, mut sampling, max_output_tokens, max_tool_calls, include, executors, cancel, cancelled_by_client, generate, sealer, .. } = turn;
+    let Prepared { upstream_model, mut transcript, mut tools, mut sampling, max_output_tokens, max_tool_calls, include, executors, cancel, cancelled_by_client, client_left, generate, sealer, .. } = turn;
     let bind_ctx = BindCtx { executors: &executors, include: &include, native: false };
     let observed = Observed { observer, info: &info };
     // Chunks shown in earlier turns keep their numbers; this turn's continue after them.
@@ -134,7 +134,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
     for round_no in 0..max_rounds {
         // Cancelled between rounds (while gateway calls ran): no further round starts.
         if cancel.is_cancelled() {
-            return finish(&done_ctx, emitter, transcript, &mut files, cut_short(&cancelled_by_client), usage, None);
+            return finish(&done_ctx, emitter, transcript, &mut files, cut_short(&cancelled_by_client, &client_left), usage, None);
         }
         // The last round the budget allows, or after repeated calls: without tools.
         let last = round_no + 1 == max_rounds || repeats.exhausted();
@@ -230,7 +230,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
                 record_round(&round_span, &report);
                 observer.round_done(&info, &report);
                 close_cut_round(&mut round, offered, emitter, &files, &sources, &mut transcript);
-                return finish(&done_ctx, emitter, transcript, &mut files, cut_short(&cancelled_by_client), usage, None);
+                return finish(&done_ctx, emitter, transcript, &mut files, cut_short(&cancelled_by_client, &client_left), usage, None);
             }
         };
         usage.add(&round_usage);
@@ -434,10 +434,13 @@ fn close_cut_round(round: &mut Round, tools: &ToolSet, emitter: &mut Emitter, fi
 }
 
 /// How a cancelled turn ends: `cancelled` when its client cancelled a background response,
-/// else `incomplete` (shutdown, or a foreground turn's client gone).
-fn cut_short(cancelled_by_client: &std::sync::atomic::AtomicBool) -> Terminal {
+/// `incomplete` with reason `client_disconnected` when a foreground turn's client left, else
+/// `incomplete` (shutdown).
+fn cut_short(cancelled_by_client: &std::sync::atomic::AtomicBool, client_left: &std::sync::atomic::AtomicBool) -> Terminal {
     if cancelled_by_client.load(std::sync::atomic::Ordering::Acquire) {
         Terminal::Cancelled
+    } else if client_left.load(std::sync::atomic::Ordering::Acquire) {
+        Terminal::Incomplete(crate::events::emitter::CLIENT_DISCONNECTED.to_string())
     } else {
         Terminal::Interrupted
     }

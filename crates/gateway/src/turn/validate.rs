@@ -49,6 +49,10 @@ pub struct Prepared {
     pub cancel: tokio_util::sync::CancellationToken,
     /// Set before `cancel` fires when the client cancelled a background response.
     pub cancelled_by_client: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Set before `cancel` fires when a foreground turn's client left (its stream, its
+    /// request or its WebSocket closed): the turn ends `incomplete` with
+    /// `incomplete_details.reason` [`crate::events::emitter::CLIENT_DISCONNECTED`].
+    pub client_left: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// What to write when the turn ends (`store: true` or a conversation); set by
     /// [`crate::turn::prepare`].
     pub persist: Option<crate::turn::persist::Persist>,
@@ -120,6 +124,19 @@ fn bad(param: &str, message: impl Into<String>, code: &str) -> GatewayError {
     GatewayError::bad_request(Some(param.to_string()), message).with_code(code)
 }
 
+/// The `i`th `include` value: one of the API's (`INCLUDE_VALUES`), else 400 `include[i]`
+/// `invalid_value` (also the check of `GET /v1/responses/{id}?include[]=`).
+pub fn check_include(i: usize, value: &str) -> Result<(), GatewayError> {
+    if INCLUDE_VALUES.contains(&value) {
+        return Ok(());
+    }
+    Err(bad(
+        &format!("include[{i}]"),
+        format!("Invalid value: '{value}'. Supported values are: {}.", INCLUDE_VALUES.join(", ")),
+        "invalid_value",
+    ))
+}
+
 /// Validates the request and builds the turn, continuing from `from` (the stored
 /// transcript and/or conversation items it starts from). `models` maps public → upstream
 /// names (absent: pass through); an unknown model → 404 `model_not_found`.
@@ -142,13 +159,7 @@ pub fn validate(
         return Err(bad("model", "Missing required parameter: 'model'.", "missing_required_parameter"));
     };
     for (i, value) in req.include.iter().flatten().enumerate() {
-        if !INCLUDE_VALUES.contains(&value.as_str()) {
-            return Err(bad(
-                &format!("include[{i}]"),
-                format!("Invalid value: '{value}'. Supported values are: {}.", INCLUDE_VALUES.join(", ")),
-                "invalid_value",
-            ));
-        }
+        check_include(i, value)?;
     }
     let upstream_model = match models {
         None => model.clone(),
@@ -255,6 +266,7 @@ pub fn validate(
         executors: registry.clone(),
         cancel: Default::default(),
         cancelled_by_client: Default::default(),
+        client_left: Default::default(),
         stream: req.stream.unwrap_or(false),
         store,
         persist: None,

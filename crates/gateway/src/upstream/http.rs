@@ -112,14 +112,20 @@ impl HttpUpstream {
         }
     }
 
-    /// `GET {base}/models`, passed through as JSON (used by `/v1/models` and `/readyz`).
+    /// `GET {base}/models` (used by `/v1/models` and `/readyz`), rebuilt as the OpenAI list
+    /// shape `{"object":"list","data":[{"id","object":"model","created","owned_by"}]}`: only
+    /// these fields of each entry with a string `id` are kept (`created` 0 when it is not an
+    /// integer, `owned_by` "upstream" when it is not a string), and the strings pass through
+    /// the credential redaction ([`Secrets::redact`]), so an upstream echoing the key in its
+    /// list never shows it to a client. A body without a `data` array is an empty list.
     pub async fn models(&self, timeout: Duration) -> Result<Value, UpstreamError> {
         let resp = self.send_once_more(timeout, false, || self.request(reqwest::Method::GET, "/models")).await?;
         let status = resp.status();
         if !status.is_success() {
             return Err(UpstreamError::Status { status: status.as_u16(), message: "models list failed".into() });
         }
-        resp.json::<Value>().await.map_err(|_| UpstreamError::Protocol("models list is not JSON".into()))
+        let body = resp.json::<Value>().await.map_err(|_| UpstreamError::Protocol("models list is not JSON".into()))?;
+        Ok(model_list(&body, &self.secrets))
     }
 
     /// `{base}{path}` (the base's query string kept).
@@ -275,6 +281,27 @@ fn refused_large_body() -> UpstreamError {
         status: 413,
         message: "the upstream closed the connection while the request was sent: it refuses a request this large".into(),
     }
+}
+
+/// The OpenAI model list rebuilt from an upstream's `/models` body (see
+/// [`HttpUpstream::models`]); empty without a `data` array.
+fn model_list(body: &Value, secrets: &Secrets) -> Value {
+    let data = body.get("data").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    let models: Vec<Value> = data
+        .iter()
+        .filter_map(|m| {
+            let id = m.get("id")?.as_str()?;
+            let created = m.get("created").and_then(Value::as_i64).unwrap_or(0);
+            let owned_by = m.get("owned_by").and_then(Value::as_str).unwrap_or("upstream");
+            Some(serde_json::json!({
+                "id": secrets.redact(id),
+                "object": "model",
+                "created": created,
+                "owned_by": secrets.redact(owned_by),
+            }))
+        })
+        .collect();
+    serde_json::json!({"object": "list", "data": models})
 }
 
 #[cfg(test)]

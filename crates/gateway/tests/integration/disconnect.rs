@@ -138,6 +138,8 @@ async fn a_streamed_stored_turn_stops_generating_when_its_client_leaves() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(stored["status"], "incomplete", "{stored}");
+    // Why it is incomplete, in the gateway's own reason (docs/behaviour.md).
+    assert_eq!(stored["incomplete_details"], json!({"reason": "client_disconnected"}), "{stored}");
     let text = stored["output"][0]["content"][0]["text"].as_str().expect("partial text");
     assert!(!text.is_empty() && text.split_whitespace().count() < 3000, "{text}");
     assert_eq!(stored["output"][0]["status"], "incomplete");

@@ -507,3 +507,44 @@ async fn upstream_url_credentials_and_query_are_used_and_never_echoed() {
     }
     assert!(msg.starts_with("upstream returned HTTP 400: denied:"), "{msg}");
 }
+
+/// `GET /v1/models` rebuilds the upstream's list in the OpenAI shape: an upstream that
+/// echoes the gateway's key (or anything else) in its 200 body shows neither to the client.
+#[tokio::test]
+async fn the_upstream_model_list_is_rebuilt_without_the_key() {
+    use axum::http::HeaderMap;
+    let app = axum::Router::new().route(
+        "/v1/models",
+        axum::routing::get(|headers: HeaderMap| async move {
+            let auth = headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+            axum::Json(json!({"object":"list","data":[
+                {"id":"m1","object":"model","created":1700000000,"owned_by":auth,"meta":{"key":auth}},
+                {"id":"m2","created":"soon"},
+                {"object":"model"}
+            ],"models":[{"name":auth}]}))
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let var = "RG_TEST_KEY_MODELS_ECHO";
+    std::env::set_var(var, "sk-listed-789");
+    let h = Harness::start_with(|c| {
+        c.upstream.url = Some(format!("http://{addr}/v1"));
+        c.upstream.api_key_env = Some(var.into());
+    })
+    .await;
+    let (status, body) = h.get("/v1/models").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(!body.to_string().contains("sk-listed-789"), "{body}");
+    assert_eq!(
+        body,
+        json!({"object":"list","data":[
+            {"id":"m1","object":"model","created":1700000000,"owned_by":"Bearer [redacted]"},
+            {"id":"m2","object":"model","created":0,"owned_by":"upstream"}
+        ]})
+    );
+    let (status, one) = h.get("/v1/models/m1").await;
+    assert_eq!(status, 200, "{one}");
+    assert_eq!(one["owned_by"], "Bearer [redacted]");
+}

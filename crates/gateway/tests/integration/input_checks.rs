@@ -37,6 +37,14 @@ async fn penalties_are_ranged_and_numbers_short() {
     let (_, body) = h.post(json!({"model":"m","input":"x","max_output_tokens":1e300})).await;
     let message = error_of(&body)["message"].as_str().unwrap().to_string();
     assert!(!message.contains("0000000000000000000"), "{message}");
+    // Integers past u64 arrive as floats with an exponent: written with one exponent.
+    for raw in [r#"{"model":"m","input":"x","max_output_tokens":18446744073709551617}"#, r#"{"model":"m","input":"x","max_output_tokens":123456789012345678901234567890}"#] {
+        let (status, body) = h.post_raw(raw).await;
+        assert_eq!(status, 400, "{body}");
+        let message = error_of(&body)["message"].as_str().unwrap().to_string();
+        let number = message.split('`').nth(1).unwrap_or_default();
+        assert!(number.parse::<f64>().is_ok_and(|n| n > 1e19), "{message}");
+    }
     h.upstream.push(Script::text(&["ok"]));
     let (status, body) = h.post(json!({"model":"m","input":"x","presence_penalty":-2,"frequency_penalty":2})).await;
     assert_eq!(status, 200, "{body}");
@@ -88,6 +96,11 @@ async fn conversation_items_are_checked() {
         (json!({"role":"user","content":"x","\u{0}":1}), "items[1]"),
         (json!({"role":"user","content":[{"type":"input_text","text":"x","extra":{"a\nb":1}}]}), "items[1].content[0].extra"),
         (json!({"role":"nobody","content":"x"}), "items[1]"),
+        // The content checks of an input item (`POST /v1/responses` names `input[i]…`).
+        (json!({"type":"message","role":"user","content":[{"type":"input_image","image_url":"javascript:alert(1)"}]}), "items[1].content[0].image_url"),
+        (json!({"role":"user","content":[{"type":"input_text","text":"x"},{"type":"input_file","file_id":"file_unknown"}]}), "items[1].content[1].file_id"),
+        (json!({"role":"assistant","content":[{"type":"input_image","image_url":"https://example.com/a.png"}]}), "items[1].content[0]"),
+        (json!({"type":"function_call_output","call_id":"c1","output":[{"type":"input_image","image_url":"ftp://x/y.png"}]}), "items[1].output[0].image_url"),
     ] {
         let (status, e) = h.post_to(&format!("/v1/conversations/{id}/items"), json!({"items":[{"role":"user","content":"ok"}, item]})).await;
         assert_eq!(status, 400, "{item}: {e}");
@@ -99,4 +112,8 @@ async fn conversation_items_are_checked() {
     assert_eq!(items["data"].as_array().unwrap().len(), 1, "nothing was added: {items}");
     let (status, _) = h.post_to(&format!("/v1/conversations/{id}/items"), json!({"items":[{"type":"reasoning","id":"rs_2","summary":[{"type":"summary_text","text":"t"}]}]})).await;
     assert_eq!(status, 200, "a well-formed reasoning item is kept");
+    // The conversation still takes turns: nothing refused was stored.
+    h.upstream.push(Script::text(&["ok"]));
+    let (status, body) = h.post(json!({"model":"m","input":"next","conversation":id})).await;
+    assert_eq!(status, 200, "{body}");
 }

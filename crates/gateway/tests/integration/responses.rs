@@ -336,9 +336,18 @@ async fn include_values_are_checked_and_the_playground_has_a_trailing_slash_rout
     h.upstream.push(Script::text(&["ok"]));
     let (s, b) = h.post(json!({"model":"m","input":"x","include":["reasoning.encrypted_content","file_search_call.results"]})).await;
     assert_eq!(s, 200, "{b}");
+    // `/playground/` redirects to the page's own URL, from where its relative URLs resolve.
     let resp = h.client.get(format!("{}/playground/", h.base)).send().await.unwrap();
     assert_eq!(resp.status().as_u16(), 200);
-    assert!(resp.text().await.unwrap().contains("<html"));
+    let page_url = resp.url().clone();
+    let page = resp.text().await.unwrap();
+    assert!(page.contains("<html"));
+    for asset in ["playground/app.js", "playground/style.css", "playground/favicon.svg"] {
+        assert!(page.contains(asset), "{asset}");
+        let url = page_url.join(asset).unwrap();
+        let status = h.client.get(url.clone()).send().await.unwrap().status().as_u16();
+        assert_eq!(status, 200, "{url} (the page was at {page_url})");
+    }
 }
 
 /// Streamed text is never held: with the model pausing between tokens, each delta reaches

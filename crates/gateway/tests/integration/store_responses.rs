@@ -245,6 +245,18 @@ async fn retrieve_returns_what_was_answered(db: Arc<TestDb>) {
     // would skip events, so `starting_after` is refused.
     let (s, err) = h.get(&format!("/v1/responses/{}?stream=true&starting_after=3", body["id"].as_str().unwrap())).await;
     assert_eq!((s, error_of(&err)["param"].as_str()), (400, Some("starting_after")));
+    // `stream` is a boolean and `include` takes the values `POST` takes, checked the same way.
+    let id = body["id"].as_str().unwrap();
+    for (query, param) in [
+        ("stream=maybe", "stream"),
+        ("include=zzz", "include[0]"),
+        ("include[]=file_search_call.results&include[]=zzz", "include[1]"),
+    ] {
+        let (s, err) = h.get(&format!("/v1/responses/{id}?{query}")).await;
+        assert_eq!((s, error_of(&err)["param"].as_str()), (400, Some(param)), "{query}: {err}");
+    }
+    let (s, got) = h.get(&format!("/v1/responses/{id}?stream=FALSE&include=message.output_text.logprobs")).await;
+    assert_eq!((s, &got), (200, &body));
     let (s, missing) = h.get("/v1/responses/resp_missing").await;
     assert_eq!(s, 404);
     assert_eq!(error_of(&missing)["type"], "invalid_request_error");

@@ -136,6 +136,9 @@ async fn closing_stops_the_connections_turns_and_stores_a_stored_one_incomplete(
         let (status, stored) = h.call(reqwest::Method::GET, &format!("/v1/responses/{id}"), None).await;
         if store {
             assert_eq!((status, stored["status"].as_str()), (200, Some("incomplete")), "stored as it was: {stored}");
+            assert_eq!(stored["incomplete_details"]["reason"], "client_disconnected", "{stored}");
+            // The usage of the round that finished (the call's) is kept.
+            assert_eq!(stored["usage"]["input_tokens"], 10, "{stored}");
         } else {
             assert_eq!(status, 404);
         }
@@ -226,4 +229,60 @@ async fn keys_are_checked_at_the_upgrade_and_a_plain_get_is_still_405() {
     assert_eq!(receive(&mut ws).await.checked().response["status"], "completed");
     let resp = h.client.get(format!("{}/v1/responses", h.base)).bearer_auth("ws-test-key").send().await.expect("get");
     assert_eq!(resp.status(), 405);
+}
+
+/// A large message takes room in `[limits] body_memory_bytes` as a request body does: while
+/// an HTTP body holds the whole budget, it is answered an `error` event (503 `server_busy`)
+/// and the connection stays usable; once its turn has started, its room goes back.
+#[tokio::test]
+async fn large_messages_take_from_the_body_budget() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let h = Harness::start_with(|c| {
+        c.limits.body_memory_bytes = 1 << 20;
+        c.limits.body_memory_wait_ms = 200;
+    })
+    .await;
+    // 400 KiB at 6 times its size is more than the whole budget: it takes all of it once
+    // its head is read, and holds it until its answer starts.
+    let big = format!("{{\"model\":\"m\",\"input\":\"{}\"}}", "x".repeat(400 << 10));
+    let mut http = tokio::net::TcpStream::connect(h.base.trim_start_matches("http://")).await.unwrap();
+    let head = format!("POST /v1/responses HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n", big.len());
+    http.write_all(head.as_bytes()).await.unwrap();
+    http.write_all(&big.as_bytes()[..1000]).await.unwrap();
+    let mut ws = connect(&h).await;
+    let large = json!({"type":"response.create","stream_id":"big","model":"m","input":"y".repeat(100 << 10),"store":true});
+    let mut refused = None;
+    for _ in 0..50 {
+        send(&mut ws, large.clone()).await;
+        let got = receive(&mut ws).await;
+        let last = got.events.last().cloned().unwrap_or_default();
+        if last["type"] == "error" {
+            refused = Some(last);
+            break;
+        }
+        // Not held yet: the HTTP head had not been read; that response ran to its end.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let refused = refused.expect("a large message is refused while an HTTP body holds the budget");
+    assert_eq!(refused["status"], 503, "{refused}");
+    assert_eq!(refused["error"]["code"], "server_busy", "{refused}");
+    assert_eq!(refused["error"]["type"], "server_error", "{refused}");
+    assert_eq!(refused["stream_id"], "big", "{refused}");
+    // The connection is still usable: a small create runs.
+    h.upstream.push(Script::text(&["small"]));
+    send(&mut ws, json!({"type":"response.create","model":"m","input":"x","store":false})).await;
+    assert_eq!(receive(&mut ws).await.checked().terminal_type(), "response.completed");
+    // The HTTP body arrives and is answered: the room is back for the large message.
+    h.upstream.push(Script::text(&["big"]));
+    http.write_all(&big.as_bytes()[1000..]).await.unwrap();
+    let mut answer = vec![0u8; 4096];
+    let n = tokio::time::timeout(Duration::from_secs(20), http.read(&mut answer)).await.unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&answer[..n]).starts_with("HTTP/1.1 200"), "{}", String::from_utf8_lossy(&answer[..n]));
+    h.upstream.push(Script::text(&["large"]));
+    send(&mut ws, large.clone()).await;
+    assert_eq!(receive(&mut ws).await.checked().terminal_type(), "response.completed");
+    // ... and the message gave it back: a large HTTP body is taken at once.
+    h.upstream.push(Script::text(&["again"]));
+    let resp = h.client.post(format!("{}/v1/responses", h.base)).header("content-type", "application/json").body(big.clone()).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
 }

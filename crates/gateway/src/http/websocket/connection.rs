@@ -23,6 +23,7 @@ use protocol::ResponseStatus;
 use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 use tracing::Instrument;
 
+use super::super::body_budget::BodyBudget;
 use super::lanes::{Create, Lanes};
 use super::messages::{self, ClientEvent};
 use crate::admission::{ConnectionPermit, KeyId};
@@ -64,13 +65,15 @@ pub struct Connection {
     pub permit: ConnectionPermit,
     /// This connection's id in logs.
     pub id: String,
+    /// The body budget its large messages take from (`limits.body_memory_bytes`).
+    pub budget: Option<Arc<BodyBudget>>,
 }
 
 impl Connection {
     /// Serves `socket` until the client closes it, a bound closes it, or the gateway
     /// shuts down.
     pub async fn serve(self, socket: WebSocket) {
-        let Connection { app, project, key, permit, id } = self;
+        let Connection { app, project, key, permit, id, budget } = self;
         let config = app.websocket.clone();
         let metrics = app.metrics.clone();
         if let Some(m) = &metrics {
@@ -120,10 +123,21 @@ impl Connection {
                         Some(Err(e)) => break Some(read_failed(e, app.max_body_bytes)),
                         Some(Ok(Message::Text(text))) => {
                             received += 1;
-                            match messages::read(Bytes::from(text)) {
+                            let text = Bytes::from(text);
+                            // A large message takes room in the body budget before it is
+                            // parsed (as a request body does), or is refused.
+                            let room = match &budget {
+                                Some(b) => b.take_now(text.len() as u64),
+                                None => Ok(None),
+                            };
+                            let Ok(room) = room else {
+                                refuse(&out_tx, &busy(), messages::stream_id_of(&text).as_deref());
+                                continue;
+                            };
+                            match messages::read(text) {
                                 Ok(ClientEvent::Create { stream_id, generate, body, parsed }) => {
                                     count(metrics.as_deref(), "response.create");
-                                    let create = Create { stream_id, generate, body, parsed, ended: Arc::default() };
+                                    let create = Create { stream_id, generate, body, parsed, ended: Arc::default(), room };
                                     if aged && closing.is_none() {
                                         closing = Some(AGED);
                                     }
@@ -257,7 +271,7 @@ async fn respond(shared: Shared, create: Create) -> Done {
 
 /// [`respond`]'s work: the response's end status, or the error code it was refused with.
 async fn respond_in(shared: &Shared, create: Create) -> &'static str {
-    let Create { stream_id, generate, body, parsed, ended } = create;
+    let Create { stream_id, generate, body, parsed, ended, room } = create;
     let previous = parsed.previous_response_id.clone();
     let lane = stream_id.as_deref();
     let caller = Caller { project: &shared.project, key: shared.key, rate_counted: false };
@@ -269,7 +283,11 @@ async fn respond_in(shared: &Shared, create: Create) -> &'static str {
             shared.kept.evict(lane, p);
         }
     };
-    let turn = match shared.app.create(caller, request, Some(Box::new(sink))).await {
+    let admitted = shared.app.create(caller, request, Some(Box::new(sink))).await;
+    // The turn is built (or refused): the message's bytes and its room go back.
+    drop(body);
+    drop(room);
+    let turn = match admitted {
         Ok(Admitted::Started(turn)) => turn,
         Ok(Admitted::Queued { .. }) => return "queued",
         Err(refusal) => {
@@ -338,6 +356,16 @@ fn limit_reached(c: &crate::config::websocket::WebSocketConfig) -> GatewayError 
         format!("This connection reached its age limit ({} s, websocket.max_age_ms): open a new connection.", c.max_age_ms / 1000),
     )
     .with_code("websocket_connection_limit_reached")
+}
+
+/// A message refused for want of room in the body budget: 503 `server_busy`, as a request
+/// body is refused over HTTP (the connection stays open).
+fn busy() -> GatewayError {
+    GatewayError::server(
+        ErrorKind::Unavailable,
+        "The gateway is reading too many large messages and request bodies at once; retry shortly (limits.body_memory_bytes).",
+        Some("server_busy"),
+    )
 }
 
 /// An `error` event into the connection's queue.

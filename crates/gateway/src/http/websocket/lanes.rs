@@ -21,6 +21,9 @@ pub struct Create {
     pub parsed: Box<CreateResponse>,
     /// Set once its terminal event has gone out (given when it starts).
     pub ended: Arc<AtomicBool>,
+    /// Its room in the body budget (`limits.body_memory_bytes`), held while it waits and
+    /// until its turn has started.
+    pub room: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 /// The connection's lanes: which is running, what waits, and the bounds.
@@ -144,7 +147,7 @@ mod tests {
 
     fn create(lane: Option<&str>) -> Create {
         let parsed = crate::turn::parse_request(br#"{"model":"m"}"#).expect("body");
-        Create { stream_id: lane.map(str::to_string), generate: true, body: Bytes::new(), parsed: Box::new(parsed), ended: Arc::default() }
+        Create { stream_id: lane.map(str::to_string), generate: true, body: Bytes::new(), parsed: Box::new(parsed), ended: Arc::default(), room: None }
     }
 
     fn config(max_in_flight: usize) -> crate::config::websocket::WebSocketConfig {

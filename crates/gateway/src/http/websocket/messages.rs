@@ -31,13 +31,16 @@ pub struct Rejected {
     pub stream_id: Option<String>,
 }
 
-/// Reads one text message. Errors: invalid JSON, not an object, an unknown or missing
-/// `type`, an invalid `stream_id` (`invalid_stream_id`), `generate` not a boolean, or an
+/// Reads one text message. Errors: invalid JSON, not an object, a repeated key (400 naming
+/// it, as over HTTP), an unknown or missing `type`, an invalid `stream_id` (`invalid_stream_id`), `generate` not a boolean, or an
 /// invalid create body (the error POST `/v1/responses` gives it).
 pub fn read(text: Bytes) -> Result<ClientEvent, Box<Rejected>> {
     let rejected = |error: GatewayError| Box::new(Rejected { error, stream_id: None });
     let head: Head = serde_json::from_slice(&text).map_err(|e| {
-        let error = if e.is_data() {
+        let error = if let Some(dup) = e.is_data().then(|| protocol::dupkeys::find(&text)).flatten() {
+            // A repeated `type` (or `stream_id`, `generate`) is named as POST names one.
+            GatewayError::from(crate::turn::validate::duplicate_key(&dup))
+        } else if e.is_data() {
             GatewayError::bad_request(None, "A WebSocket message must be a JSON object with a 'type'.").with_code("invalid_type")
         } else {
             GatewayError::bad_request(None, format!("The message is not valid JSON: {e}.")).with_code("invalid_json")
@@ -102,6 +105,15 @@ pub fn read(text: Bytes) -> Result<ClientEvent, Box<Rejected>> {
     // Every response on the socket streams its events.
     parsed.stream = Some(true);
     Ok(ClientEvent::Create { stream_id, generate, body: text, parsed: Box::new(parsed) })
+}
+
+/// The valid `stream_id` of a message not read further (one refused before it is parsed),
+/// if it has one.
+pub fn stream_id_of(text: &[u8]) -> Option<String> {
+    match serde_json::from_slice::<Head>(text).ok()?.stream_id? {
+        Value::String(id) if valid_stream_id(&id) => Some(id),
+        _ => None,
+    }
 }
 
 /// The fields read before the body.
@@ -183,6 +195,9 @@ mod tests {
         assert_eq!(code(read(Bytes::from(r#"{"type":"response.create","stream_id":"a b"}"#))), "invalid_stream_id");
         assert_eq!(code(read(Bytes::from(r#"{"type":"response.create","stream_id":""}"#))), "invalid_stream_id");
         assert_eq!(code(read(Bytes::from(r#"{"type":"response.create","model":"m","background":true}"#))), "unsupported_parameter");
+        let e = read(Bytes::from(r#"{"type":"response.create","type":"response.create","model":"m"}"#)).expect_err("rejected");
+        assert_eq!(e.error.error.param.as_deref(), Some("type"), "{:?}", e.error);
+        assert!(e.error.error.message.contains("duplicate field `type`"), "{:?}", e.error);
         let long = "x".repeat(257);
         assert!(!valid_stream_id(&long) && valid_stream_id("a.b_c-9"));
         let e = read(Bytes::from(r#"{"type":"response.create","stream_id":"s","generate":1}"#)).expect_err("rejected");

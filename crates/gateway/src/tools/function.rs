@@ -91,6 +91,7 @@ pub fn declare(decl: Value, param: &str, namespace: Option<&str>) -> Result<Decl
     if echo.get("description").is_none() {
         echo["description"] = Value::Null;
     }
+    let deferred = super::deferred::Deferred::of_member(&echo, param, &name, description.as_deref())?;
     let entry = ToolEntry {
         name: name.clone(),
         namespace: namespace.map(str::to_string),
@@ -103,6 +104,7 @@ pub fn declare(decl: Value, param: &str, namespace: Option<&str>) -> Result<Decl
             native: None,
         },
         param: param.to_string(),
+        deferred,
         tool: Arc::new(FunctionTool),
     };
     Ok(Declared { entries: vec![entry], echo, discovery: None })
@@ -160,7 +162,7 @@ mod duties {
         assert_eq!((entry.owner, entry.call_item()), (Owner::Client, CallItem::Function));
         assert_eq!(entry.upstream.strict, Some(true));
         assert!(!entry.upstream.is_native(), "a function has no other form");
-        let bound = entry.tool.bind("c1", &json!({"city":"Paris"}), &BindCtx { executors: &registry, include: &[], native: false });
+        let bound = entry.tool.bind("c1", &json!({"city":"Paris"}), &BindCtx { executors: &registry, include: &[], native: false, tools: None });
         assert!(bound.is_err(), "client calls are returned, never run");
         let item: InputItem = serde_json::from_value(json!({"type":"function_call","call_id":"c1","name":"f","namespace":"ns","arguments":" "})).unwrap();
         let r = FunctionType.replay(&item, &mut Vec::new()).unwrap();

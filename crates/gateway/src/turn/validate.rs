@@ -178,6 +178,8 @@ pub fn validate(
     };
     let mut tools = ToolSet::build(req.tools.take().unwrap_or_default(), req.tool_choice.as_ref(), registry, caps)?;
     let transcript = from.transcript(req.instructions.as_deref(), items, &Replayer { registry })?;
+    // Tools that earlier searches loaded are loaded again (issue 31).
+    tools.load_declared(&transcript.loaded);
     let text = text_config(&req)?;
     let reasoning = reasoning_of(req.reasoning.as_ref())?;
     let store = req.store.unwrap_or(true);

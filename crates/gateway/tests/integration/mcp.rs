@@ -69,7 +69,7 @@ impl ServerHandler for Demo {
 }
 
 /// Serves [`Demo`] on 127.0.0.1 (a free port): its `/mcp` URL and its call counter.
-async fn mcp_server() -> (String, Arc<AtomicUsize>) {
+pub(crate) async fn mcp_server() -> (String, Arc<AtomicUsize>) {
     let demo = Demo::default();
     let calls = demo.calls.clone();
     let service = StreamableHttpService::new(move || Ok(demo.clone()), Arc::new(LocalSessionManager::default()), StreamableHttpServerConfig::default());
@@ -80,7 +80,7 @@ async fn mcp_server() -> (String, Arc<AtomicUsize>) {
     (format!("http://{addr}/mcp"), calls)
 }
 
-async fn gateway(call_timeout_ms: u64) -> Harness {
+pub(crate) async fn gateway(call_timeout_ms: u64) -> Harness {
     Harness::start_with(move |c| {
         c.mcp.allowed_urls = vec!["http://127.0.0.1:".into()];
         c.mcp.allow_private = true;

@@ -286,7 +286,7 @@ impl ToolSet {
         // `offered` comes from `upstream_tools`: a subset of these tools, each once.
         let names: std::collections::HashSet<&str> = offered.iter().map(|o| o.name.as_str()).collect();
         let keep = |i: usize| names.contains(self.entries[i].upstream.name.as_str()) || (!offered.is_empty() && self.is_hidden(i));
-        if (0..self.entries.len()).all(|i| keep(i)) {
+        if (0..self.entries.len()).all(&keep) {
             return None;
         }
         let mut set = ToolSet { choice: self.choice.clone(), choice_echo: self.choice_echo.clone(), ..ToolSet::default() };
@@ -347,10 +347,10 @@ impl ToolSet {
             ToolChoice::Allowed { .. } => names.contains(e.visible_name()),
             _ => true,
         };
-        let plain = |e: &&ToolEntry| e.deferred.is_none() && allowed(*e);
+        let plain = |e: &&ToolEntry| e.deferred.is_none() && allowed(e);
         let gateway = self.entries.iter().filter(|e| e.owner == Owner::Gateway).filter(plain);
         let client = self.entries.iter().filter(|e| e.owner == Owner::Client).filter(plain);
-        let loaded = self.loaded.iter().map(|&i| &self.entries[i]).filter(|e| allowed(*e));
+        let loaded = self.loaded.iter().map(|&i| &self.entries[i]).filter(|e| allowed(e));
         gateway.chain(client).chain(loaded).map(|e| &e.upstream).collect()
     }
 }

@@ -171,6 +171,13 @@ pub trait Tool: Send + Sync + Debug {
     fn searches_deferred(&self) -> bool {
         false
     }
+    /// A gateway call refused before it ran (its `arguments`, JSON text, are not valid, or
+    /// it could not be bound; `msg` says why): a tool whose items must come in pairs adds
+    /// them here, failed, and returns what the model reads instead of `msg` (the text a
+    /// replay of those items gives it back). `None`, the default: no item, the model reads `msg`.
+    fn refused(&self, _arguments: &str, _msg: &str, _out: &mut Emitter) -> Option<String> {
+        None
+    }
     /// Adds the item that asks the user to approve a call with `arguments` (JSON text) and
     /// returns its id, which the approval response names; `None` when the tool asks none.
     fn request_approval(&self, _arguments: &str, _out: &mut Emitter) -> Option<String> {

@@ -26,9 +26,10 @@ pub enum Recorded {
     Call(Call),
     /// The answer to such a call (a `tool_search_output`): `call_id` `None` answers the
     /// last call not answered yet (a hosted search's output follows its call); `content` is
-    /// what the model read; `loads` the declarations it loaded (kept in `Transcript::loaded`);
-    /// `client` when the client answered (a later call then starts a new round).
-    Output { call_id: Option<String>, content: String, loads: Vec<serde_json::Value>, client: bool },
+    /// what the model read; `loads` the declarations it loaded (kept in `Transcript::loaded`).
+    /// A later call starts a new round: the model read the output before making it (it
+    /// calls what the search loaded), hosted or client-executed alike.
+    Output { call_id: Option<String>, content: String, loads: Vec<serde_json::Value> },
 }
 
 /// The result the model reads of a call the user denied.
@@ -77,7 +78,7 @@ pub(super) fn record(item: Recorded, param: &str, t: &mut Transcript, calls: &mu
             }
             Ok(false)
         }
-        Recorded::Output { call_id, content, loads, client } => {
+        Recorded::Output { call_id, content, loads } => {
             let slot = match &call_id {
                 Some(id) => calls.index.get(id).copied(),
                 None => calls.ids.iter().rposition(|(_, answered)| !answered),
@@ -93,7 +94,7 @@ pub(super) fn record(item: Recorded, param: &str, t: &mut Transcript, calls: &mu
             let id = id.clone();
             t.push_tool_result(id, content);
             t.loaded.extend(loads);
-            Ok(client)
+            Ok(true)
         }
         Recorded::ApprovalResponse { request_id, approve, reason } => {
             use serde_json::Value;

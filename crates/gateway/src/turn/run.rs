@@ -352,7 +352,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
                     None => client.push(call.index),
                 },
                 Some(entry) => match execute::validate(entry, &call.arguments) {
-                    Err(msg) => answers.push(reject(msg)),
+                    Err(msg) => answers.push(reject(entry.tool.refused(&call.arguments, &msg, emitter).unwrap_or(msg))),
                     Ok(_) if entry.tool.needs_approval() => approvals.push(call.index),
                     Ok(_) if max_tool_calls.is_some_and(|cap| executed >= cap) => answers.push(reject(MAX_TOOL_CALLS.into())),
                     Ok(args) => match repeats.check(&call.name, &args, &call.call_id) {
@@ -362,7 +362,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
                                 executed += 1;
                                 gateway.push((call.name.clone(), invocation));
                             }
-                            Err(msg) => answers.push(reject(msg)),
+                            Err(msg) => answers.push(reject(entry.tool.refused(&call.arguments, &msg, emitter).unwrap_or(msg))),
                         },
                     },
                 },

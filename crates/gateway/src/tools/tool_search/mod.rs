@@ -34,6 +34,10 @@ use rank::Doc;
 /// The model-visible name of the search.
 pub const NAME: &str = "tool_search";
 
+/// What the model reads of a search that failed (its arguments not valid, or the index
+/// failed): live, and again when a replayed `tool_search_output` is `incomplete`.
+pub const FAILED: &str = "error: the tool search failed. Call it again with `query` (a string) and/or `paths` (an array of names), or answer without these tools.";
+
 /// How many tools a query loads at most.
 const LOADED_PER_QUERY: usize = 5;
 
@@ -100,7 +104,6 @@ impl ToolType for ToolSearchType {
     fn record(&self, item: &InputItem) -> Option<Recorded> {
         let InputItem::Other { kind, raw } = item else { return None };
         let text = |k: &str| raw.get(k).and_then(Value::as_str).map(str::to_string);
-        let client = text("execution").as_deref() == Some("client");
         match kind.as_str() {
             "tool_search_call" => {
                 let call_id = text("call_id").or_else(|| text("id"))?;
@@ -109,7 +112,8 @@ impl ToolType for ToolSearchType {
             }
             "tool_search_output" => {
                 let loads = raw.get("tools").and_then(Value::as_array).cloned().unwrap_or_default();
-                Some(Recorded::Output { call_id: text("call_id"), content: result_text(&loads), loads, client })
+                let content = if text("status").as_deref() == Some("incomplete") && loads.is_empty() { FAILED.to_string() } else { result_text(&loads) };
+                Some(Recorded::Output { call_id: text("call_id"), content, loads })
             }
             _ => None,
         }
@@ -141,6 +145,19 @@ impl Tool for ToolSearchTool {
 
     fn searches_deferred(&self) -> bool {
         true
+    }
+
+    /// A hosted search refused (arguments not valid) is still a pair: its
+    /// `tool_search_call` and an empty `tool_search_output`, both `incomplete`, so that a
+    /// `store: false` replay answers the call; the model reads [`FAILED`]. A client
+    /// search's call is the client's to answer: nothing here.
+    fn refused(&self, arguments: &str, _msg: &str, out: &mut Emitter) -> Option<String> {
+        if self.client {
+            return None;
+        }
+        let arguments = serde_json::from_str::<Value>(arguments).ok().filter(Value::is_object).unwrap_or_else(|| json!({}));
+        failed_pair(out, arguments);
+        Some(FAILED.to_string())
     }
 
     /// Picks the catalog (the deferred tools not loaded yet) and what `paths` names
@@ -201,9 +218,8 @@ impl Invocation for Search {
     fn run(&self, _timeout: Duration) -> BoxFuture<'static, Ran> {
         let (query, docs, named, catalog) = (self.query.clone(), self.docs.clone(), self.named.clone(), self.catalog.clone());
         Box::pin(async move {
-            let ranked = match rank::rank(&query, &docs, LOADED_PER_QUERY).await {
-                Ok(r) => r,
-                Err(content) => return Ran { status: RunStatus::Error, content, ..Ran::default() },
+            let Ok(ranked) = rank::rank(&query, &docs, LOADED_PER_QUERY).await else {
+                return Ran { status: RunStatus::Error, content: FAILED.to_string(), ..Ran::default() };
             };
             let mut picked = named;
             for i in ranked {
@@ -218,13 +234,20 @@ impl Invocation for Search {
     }
 
     fn finish(self: Box<Self>, ran: Ran, out: &mut Emitter, _files: &mut FileSources) -> Finished {
-        let ok = ran.status == RunStatus::Ok;
+        let status = if ran.status == RunStatus::Ok { ItemStatus::Completed } else { ItemStatus::Incomplete };
         if let Some(idx) = self.index {
-            out.tool_search_call_done(idx, self.arguments, if ok { ItemStatus::Completed } else { ItemStatus::Incomplete });
-            if ok {
-                out.tool_search_output(None, "server", ran.loaded.clone(), ItemStatus::Completed);
-            }
+            out.tool_search_call_done(idx, self.arguments, status);
+            // Failed too, the call has its output (empty, `incomplete`): a replay pairs them.
+            out.tool_search_output(None, "server", ran.loaded.clone(), status);
         }
         Finished { content: ran.content, usage: ran.usage, loads: ran.loaded, ..Finished::default() }
     }
+}
+
+/// The items of a hosted search that failed before it ran: the call and an empty output,
+/// both `incomplete`.
+fn failed_pair(out: &mut Emitter, arguments: Value) {
+    let idx = out.tool_search_call_start(None, "server");
+    out.tool_search_call_done(idx, arguments, ItemStatus::Incomplete);
+    out.tool_search_output(None, "server", Vec::new(), ItemStatus::Incomplete);
 }

@@ -103,6 +103,33 @@ def test_hosted_search_items_streamed(client: openai.OpenAI, upstream):
     check_items(final.output)
 
 
+def test_a_failed_search_is_a_typed_incomplete_pair_that_replays(client: openai.OpenAI, upstream):
+    upstream.push(
+        {"tool_calls": [{"name": "tool_search", "arguments": json.dumps({"query": 5})}]},
+        {"text": ["No tools."]},
+    )
+    with client.responses.stream(model=MODEL, input="who is a@b.c?", tools=TOOLS) as stream:
+        events = list(stream)
+        final = stream.get_final_response()
+    validate_sdk_events(events)
+    call, out, _msg = final.output
+    assert isinstance(call, ResponseToolSearchCall) and isinstance(out, ResponseToolSearchOutputItem)
+    assert (call.status, out.status, out.tools) == ("incomplete", "incomplete", [])
+    _, second = upstream.chat_bodies()
+    tool_msgs = [m["content"] for m in second["messages"] if m["role"] == "tool"]
+    assert tool_msgs[0].startswith("error: the tool search failed")
+
+    # store:false replay of the typed pair: accepted, the model reads the same failure.
+    upstream.reset()
+    upstream.push({"text": ["Still none."]})
+    items = [{"role": "user", "content": "who is a@b.c?"}] + [sdk_dict(i) for i in final.output]
+    items.append({"role": "user", "content": "try again?"})
+    resp, _ = create(client, model=MODEL, store=False, tools=TOOLS, input=items)
+    assert resp.output_text == "Still none."
+    (body,) = upstream.chat_bodies()
+    assert [m["content"] for m in body["messages"] if m["role"] == "tool"] == tool_msgs
+
+
 def test_client_search_is_returned_and_its_output_loads_tools(client: openai.OpenAI, upstream):
     tools = [
         {"type": "function", "name": "ping"},

@@ -112,10 +112,12 @@ pub fn declare(decl: Value, param: &str, namespace: Option<&str>) -> Result<Decl
 
 /// Replays a `function_call` item as the call the model made, under its model-visible name.
 /// Servers that parse the arguments refuse an empty string: a function called without them
-/// was called with `{}`.
+/// was called with `{}`. A `namespace` equal to the name is a deferred top-level function's
+/// (contract W3.4): the call of that function.
 pub fn replay(c: &protocol::input::FunctionCall) -> Replayed {
     let arguments = if c.arguments.trim().is_empty() { "{}".to_string() } else { c.arguments.clone() };
-    let call = Call { call_id: c.call_id.clone(), name: visible_name(&c.name, c.namespace.as_deref()), arguments };
+    let namespace = c.namespace.as_deref().filter(|ns| *ns != c.name);
+    let call = Call { call_id: c.call_id.clone(), name: visible_name(&c.name, namespace), arguments };
     Replayed { call, result: None, private_key: None }
 }
 

@@ -125,6 +125,17 @@ impl Transcript {
         }
     }
 
+    /// The model-visible names of the calls in the history, in order.
+    pub fn call_names(&self) -> Vec<String> {
+        self.entries
+            .iter()
+            .flat_map(|e| match e {
+                Entry::Assistant { calls, .. } => calls.iter().map(|c| c.name.clone()).collect(),
+                _ => Vec::new(),
+            })
+            .collect()
+    }
+
     /// Calls in the transcript as `(call_id, answered)`.
     /// Every call's id and whether an output answered it, in order.
     pub fn calls(&self) -> Vec<(String, bool)> {

@@ -30,6 +30,9 @@ pub enum Recorded {
     /// A later call starts a new round: the model read the output before making it (it
     /// calls what the search loaded), hosted or client-executed alike.
     Output { call_id: Option<String>, content: String, loads: Vec<serde_json::Value> },
+    /// Tools added part-way through the conversation (an `additional_tools` item, contract
+    /// W3.3): loaded like a search's, without a call (kept in `Transcript::loaded`).
+    Tools(Vec<serde_json::Value>),
 }
 
 /// The result the model reads of a call the user denied.
@@ -95,6 +98,10 @@ pub(super) fn record(item: Recorded, param: &str, t: &mut Transcript, calls: &mu
             t.push_tool_result(id, content);
             t.loaded.extend(loads);
             Ok(true)
+        }
+        Recorded::Tools(loads) => {
+            t.loaded.extend(loads);
+            Ok(false)
         }
         Recorded::ApprovalResponse { request_id, approve, reason } => {
             use serde_json::Value;

@@ -41,10 +41,14 @@ impl PendingCall {
     }
 
     /// Adds the client-owned call's item (`function_call` or `custom_tool_call`, as the
-    /// tool's calls appear) under the tool's public name and namespace.
+    /// tool's calls appear) under the tool's public name and namespace. A deferred top-level
+    /// function's calls carry its own name as `namespace` (contract W3.4: OpenAI loads such a
+    /// function as a namespace of that name).
     pub fn start_client_item(&mut self, entry: &ToolEntry, emitter: &mut Emitter) -> usize {
         self.ensure_id();
-        let (name, namespace) = (entry.name.clone(), entry.namespace.clone());
+        let own_namespace = entry.deferred.is_some() && entry.call_item() == CallItem::Function;
+        let namespace = entry.namespace.clone().or_else(|| own_namespace.then(|| entry.name.clone()));
+        let name = entry.name.clone();
         let idx = match entry.call_item() {
             CallItem::Custom => {
                 self.decoder = Some(InputDecoder::default());

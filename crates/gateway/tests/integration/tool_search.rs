@@ -112,11 +112,21 @@ async fn a_call_that_skips_the_search_loads_the_tool() {
     assert_eq!(st, 200, "{b}");
     assert_eq!(types_of(&b), ["function_call"]);
     assert_eq!(b["output"][0]["name"], "get_weather");
+    assert_eq!(b["output"][0]["namespace"], "get_weather", "a deferred top-level function loads as a namespace of its name (W3.4)");
     h.upstream.push(Script::text(&["sunny"]));
     let (st, b2) = h.post(json!({"model": "m", "previous_response_id": b["id"], "tools": tools(),
         "input": [{"type": "function_call_output", "call_id": b["output"][0]["call_id"], "output": "sunny"}]})).await;
     assert_eq!(st, 200, "{b2}");
     assert_eq!(offered(&h.upstream.requests()[1].body), ["tool_search", "ping", "get_weather"]);
+    // store:false replay of the call with its namespace: the call of get_weather, loaded.
+    h.upstream.push(Script::text(&["sunny"]));
+    let input = json!([{"role": "user", "content": "weather?"}, b["output"][0],
+        {"type": "function_call_output", "call_id": b["output"][0]["call_id"], "output": "sunny"}]);
+    let (st, b3) = h.post(json!({"model": "m", "store": false, "tools": tools(), "input": input})).await;
+    assert_eq!(st, 200, "{b3}");
+    let body = &h.upstream.requests()[2].body;
+    assert_eq!(body["messages"][1]["tool_calls"][0]["function"]["name"], "get_weather");
+    assert_eq!(offered(body), ["tool_search", "ping", "get_weather"]);
 }
 
 #[tokio::test]
@@ -322,4 +332,26 @@ async fn on_a_responses_upstream_a_deferred_mcp_server_and_a_failed_search() {
     let body = &h.upstream.requests()[4].body;
     assert_eq!(input_kinds(body), ["message", "function_call", "function_call_output"]);
     assert!(body["input"][2]["output"].as_str().unwrap().starts_with("error: the tool search failed"), "{body}");
+}
+
+#[tokio::test]
+async fn additional_tools_items_declare_their_tools_from_there_on() {
+    let h = Harness::start().await;
+    let tools = json!([{"type": "function", "name": "ping"}]);
+    let input = json!([
+        {"role": "user", "content": "deploy it"},
+        {"type": "additional_tools", "role": "developer", "tools": [
+            {"type": "function", "name": "deploy", "description": "Deploy.", "parameters": {"type": "object", "properties": {"env": {"type": "string"}}}}]}
+    ]);
+    h.upstream.push(Script::tool_call("deploy", r#"{"env":"prod"}"#));
+    let (st, b) = h.post(json!({"model": "m", "input": input, "tools": tools})).await;
+    assert_eq!(st, 200, "{b}");
+    assert_eq!(offered(&h.upstream.requests()[0].body), ["ping", "deploy"]);
+    assert_eq!((b["output"][0]["type"].as_str(), b["output"][0]["name"].as_str()), (Some("function_call"), Some("deploy")), "a client tool");
+    // Continued: still declared.
+    h.upstream.push(Script::text(&["deployed"]));
+    let (st, b2) = h.post(json!({"model": "m", "previous_response_id": b["id"], "tools": tools,
+        "input": [{"type": "function_call_output", "call_id": b["output"][0]["call_id"], "output": "ok"}]})).await;
+    assert_eq!(st, 200, "{b2}");
+    assert_eq!(offered(&h.upstream.requests()[1].body), ["ping", "deploy"]);
 }

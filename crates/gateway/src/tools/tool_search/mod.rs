@@ -100,7 +100,7 @@ impl ToolType for ToolSearchType {
 
     /// `tool_search_call` is the call the model made (under its `call_id`, or the item's
     /// `id` for a hosted search); `tool_search_output` answers it with the text the model
-    /// read, rebuilt from its tools, and loads them.
+    /// read, rebuilt from its tools, and loads them; `additional_tools` loads its tools.
     fn record(&self, item: &InputItem) -> Option<Recorded> {
         let InputItem::Other { kind, raw } = item else { return None };
         let text = |k: &str| raw.get(k).and_then(Value::as_str).map(str::to_string);
@@ -115,6 +115,9 @@ impl ToolType for ToolSearchType {
                 let content = if text("status").as_deref() == Some("incomplete") && loads.is_empty() { FAILED.to_string() } else { result_text(&loads) };
                 Some(Recorded::Output { call_id: text("call_id"), content, loads })
             }
+            // Tools added part-way through a conversation (contract W3.3): declared from
+            // here on as a search's output declares them.
+            "additional_tools" => Some(Recorded::Tools(raw.get("tools").and_then(Value::as_array).cloned().unwrap_or_default())),
             _ => None,
         }
     }

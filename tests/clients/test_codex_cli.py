@@ -35,20 +35,22 @@ def test_codex_prints_the_streamed_answer(codex, upstream):
     assert {"exec_command", "web_search"} <= names
 
 
-def test_sandboxed_codex_needs_live_web_search_on_a_searxng_backend(codex, upstream):
+def test_sandboxed_codex_searches_on_a_searxng_backend(codex, upstream, searx):
     # Sandboxed (its default), Codex declares web_search with external_web_access: false
-    # (cached results only), which the http backend cannot honour: the request is refused
-    # with the gateway's 400, which Codex shows. `web_search = "live"` (README) works.
-    run = codex.exec("say hello", sandboxed=True)
-    assert run.returncode != 0
-    errors = " ".join(e.get("message", "") + json.dumps(e.get("item", {})) for e in run.events) + run.stderr
-    assert "external_web_access" in errors and "not supported" in errors
-    assert upstream.chat_bodies() == []
-
-    upstream.push({"text": ["Hi", " there."]})
-    run = codex.exec("say hello", "-c", 'web_search="live"', sandboxed=True)
+    # (cached results only). SearXNG answers from its engines' indexes and the gateway
+    # fetches no page, so the gateway accepts it: a turn that searches completes.
+    upstream.push(
+        {"tool_calls": [{"name": "web_search", "arguments": json.dumps({"query": "axum 0.8 release"})}]},
+        {"text": ["Axum", " 0.8", " is", " out."]},
+    )
+    run = codex.exec("what is new in axum?", sandboxed=True)
     assert run.returncode == 0, run.stderr[-3000:]
-    assert [m["text"] for m in run.items("agent_message")] == ["Hi there."]
+    searches = run.items("web_search")
+    assert searches and searches[-1]["query"] == "axum 0.8 release"
+    assert run.items("agent_message")[-1]["text"] == "Axum 0.8 is out."
+    assert [q["q"] for q in searx.queries] == [["axum 0.8 release"]]
+    first, _ = upstream.chat_bodies()
+    assert "web_search" in {t["function"]["name"] for t in first["tools"]}
 
 
 def test_codex_runs_the_command_the_model_calls(codex, upstream):
@@ -197,3 +199,52 @@ def test_codex_over_the_websocket_runs_the_command_the_model_calls(codex, upstre
     # Codex 0.171 warms up (no round), then continues each turn from the previous response
     # kept on the connection (store: false).
     assert "rounds=0" in log and "previous_response_id=" in log and "store=false" in log, log[-3000:]
+
+
+@pytest.fixture
+def mcp_demo(tmp_path):
+    """The official MCP SDK's server (tests/python/mcp_server.py), which Codex itself lists
+    and calls (Codex's MCP servers are its own: the gateway sees function tools)."""
+    import mcp_server as M
+
+    srv = M.McpServerProc(tmp_path)
+    yield srv
+    srv.close()
+
+
+def test_codex_with_a_catalog_model_defers_its_mcp_tools_behind_tool_search(codex, upstream, mcp_demo):
+    # With a model of its catalog that supports tool search (gpt-5.5), Codex declares its MCP
+    # servers' tools `defer_loading: true` in a namespace and its own client-executed
+    # `tool_search` (BM25 over the deferred tools); with a model name it does not know (the
+    # other tests' `scripted-model`) it declares them directly. The gateway hides the
+    # deferred tools, returns the search to Codex, and loads what Codex's
+    # tool_search_output names.
+    with (codex.home / "config.toml").open("a") as f:
+        f.write(f'[mcp_servers.demo]\nurl = "{mcp_demo.url}"\n')
+    upstream.push(
+        {"tool_calls": [{"name": "tool_search", "arguments": json.dumps({"query": "echo text"})}]},
+        {"tool_calls": [{"name": "mcp__demo__echo", "arguments": json.dumps({"text": "codex-deferred-ok"})}]},
+        {"text": ["Echoed."]},
+    )
+    run = codex.exec("echo codex-deferred-ok with the demo server", "-m", "gpt-5.5")
+    assert run.returncode == 0, run.stderr[-3000:]
+    (call,) = run.items("mcp_tool_call")
+    assert (call["server"], call["tool"], call["status"]) == ("demo", "echo", "completed")
+    assert run.items("agent_message")[-1]["text"] == "Echoed."
+    first, second, third = upstream.chat_bodies()
+    names = [{t["function"]["name"] for t in b["tools"]} for b in (first, second, third)]
+    assert "tool_search" in names[0] and not any(n.startswith("mcp__demo__") for n in names[0])
+    assert "mcp__demo__echo" in names[1] and "mcp__demo__echo" in names[2]
+    tool_msgs = [m for m in harness.chat_messages(second) if m["role"] == "tool"]
+    assert "mcp__demo__echo" in tool_msgs[-1]["content"]
+
+
+def test_codex_with_an_unknown_model_declares_its_mcp_tools_directly(codex, upstream, mcp_demo):
+    with (codex.home / "config.toml").open("a") as f:
+        f.write(f'[mcp_servers.demo]\nurl = "{mcp_demo.url}"\n')
+    upstream.push({"text": ["hi"]})
+    run = codex.exec("say hi")
+    assert run.returncode == 0, run.stderr[-3000:]
+    (body,) = upstream.chat_bodies()
+    names = {t["function"]["name"] for t in body["tools"]}
+    assert "mcp__demo__echo" in names and "tool_search" not in names

@@ -377,7 +377,7 @@ mod schemas {
                 .property("summary", ArrayBuilder::new().items(ObjectBuilder::new()))
                 .required("summary");
             let other = ObjectBuilder::new()
-                .property("type", string().enum_values(Some(["mcp_list_tools", "mcp_call", "mcp_approval_request", "mcp_approval_response"])))
+                .property("type", string().enum_values(Some(["mcp_list_tools", "mcp_call", "mcp_approval_request", "mcp_approval_response", "tool_search_call", "tool_search_output"])))
                 .required("type");
             OneOfBuilder::new()
                 .item(typed("message", InputMessage::schema(), false))

@@ -123,6 +123,29 @@ pub enum OutputItem {
         name: String,
         arguments: String,
     },
+    /// `tool_search_call` (`tsc_…`): a search of the request's deferred tools (contract
+    /// W3.3, SDK `ResponseToolSearchCall`). `arguments` is a JSON object (`{}` on
+    /// `output_item.added`); `call_id` is `null` for the gateway's own search (`execution:
+    /// "server"`) and the model's call id for a client-executed one (`"client"`).
+    ToolSearchCall {
+        id: String,
+        arguments: Value,
+        #[schema(required = true)]
+        call_id: Option<String>,
+        execution: String,
+        status: ItemStatus,
+    },
+    /// `tool_search_output` (`tso_…`): the tools a search loaded, as full declarations
+    /// (`function`, `namespace` with its loaded members, `mcp`; contract W3.3, SDK
+    /// `ResponseToolSearchOutputItem`).
+    ToolSearchOutput {
+        id: String,
+        #[schema(required = true)]
+        call_id: Option<String>,
+        execution: String,
+        status: ItemStatus,
+        tools: Vec<Value>,
+    },
     /// `reasoning` (`rs_…`): the model's raw reasoning as `reasoning_text` parts in
     /// `content` (an upstream's `reasoning_content`); `summary` stays empty: a chat upstream
     /// writes no summaries (contract §5, §8.4 h).
@@ -172,6 +195,8 @@ impl OutputItem {
             | OutputItem::McpListTools { id, .. }
             | OutputItem::McpCall { id, .. }
             | OutputItem::McpApprovalRequest { id, .. }
+            | OutputItem::ToolSearchCall { id, .. }
+            | OutputItem::ToolSearchOutput { id, .. }
             | OutputItem::Reasoning { id, .. } => id,
         }
     }

@@ -379,6 +379,12 @@ impl Emitter {
                 });
                 OutputItem::CustomToolCall { id, call_id, name, input: final_text, status, namespace }
             }
+            // A client-executed tool search (contract W3.4): no events of its own, its
+            // arguments an object.
+            OutputItem::ToolSearchCall { id, call_id, execution, .. } => {
+                let arguments = serde_json::from_str::<serde_json::Value>(&final_text).ok().filter(serde_json::Value::is_object).unwrap_or_else(|| serde_json::json!({}));
+                OutputItem::ToolSearchCall { id, arguments, call_id, execution, status }
+            }
             _ => return,
         };
         self.emit(EventKind::OutputItemDone { output_index, item: done_item });

@@ -12,6 +12,7 @@ pub mod sink;
 pub mod wire_sink;
 pub mod tool_items;
 pub mod mcp_items;
+pub mod tool_search_items;
 
 pub use accumulator::Accumulator;
 pub use emitter::Emitter;

@@ -163,6 +163,18 @@ fn item_events(output_index: usize, item: &OutputItem, out: &mut Vec<EventKind>)
             });
             true
         }
+        // As the live stream adds them (contract W3.4): the call with `{}` arguments, the
+        // output with its tools, both in progress.
+        OutputItem::ToolSearchCall { id, call_id, execution, .. } => {
+            let item = OutputItem::ToolSearchCall { id: id.clone(), arguments: serde_json::json!({}), call_id: call_id.clone(), execution: execution.clone(), status: ItemStatus::InProgress };
+            out.push(EventKind::OutputItemAdded { output_index, item });
+            true
+        }
+        OutputItem::ToolSearchOutput { id, call_id, execution, tools, .. } => {
+            let item = OutputItem::ToolSearchOutput { id: id.clone(), call_id: call_id.clone(), execution: execution.clone(), status: ItemStatus::InProgress, tools: tools.clone() };
+            out.push(EventKind::OutputItemAdded { output_index, item });
+            true
+        }
         // Tool outputs and approval requests are added already done, as the live stream adds
         // them (an approval request has no sub-events).
         OutputItem::CustomToolCallOutput { .. } | OutputItem::FunctionCallOutput { .. } | OutputItem::McpApprovalRequest { .. } => false,

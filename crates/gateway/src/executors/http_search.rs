@@ -146,8 +146,11 @@ impl SearchBackend for HttpSearch {
         "http"
     }
 
+    /// SearXNG and Degoog answer from what their engines have indexed, and the gateway
+    /// fetches no live page: a cache-only request (`external_web_access: false`) is what
+    /// this backend does anyway (issue 31).
     fn supports_cache_only(&self) -> bool {
-        false
+        true
     }
 
     fn search<'a>(&'a self, req: &'a SearchRequest) -> BoxFuture<'a, Result<SearchOutcome, String>> {

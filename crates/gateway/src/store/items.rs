@@ -18,6 +18,8 @@ fn prefix(kind: &str) -> &'static str {
         "web_search_call" => "ws",
         "file_search_call" => "fs",
         "mcp_call" => "mcp",
+        "tool_search_call" => "tsc",
+        "tool_search_output" => "tso",
         _ => "item",
     }
 }

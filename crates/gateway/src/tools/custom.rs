@@ -81,6 +81,7 @@ pub fn declare(decl: Value, param: &str, namespace: Option<&str>) -> Result<Decl
     let native = NativeTool::custom(&visible_name(&name, namespace), description.as_deref(), &format);
     let mut echo = decl;
     echo["format"] = format;
+    let deferred = super::deferred::Deferred::of_member(&echo, param, &name, description.as_deref())?;
     let entry = ToolEntry {
         name: name.clone(),
         namespace: namespace.map(str::to_string),
@@ -93,6 +94,7 @@ pub fn declare(decl: Value, param: &str, namespace: Option<&str>) -> Result<Decl
             native: Some(native),
         },
         param: param.to_string(),
+        deferred,
         tool: Arc::new(CustomTool),
     };
     Ok(Declared { entries: vec![entry], echo, discovery: None })

@@ -68,6 +68,14 @@ pub trait Discovery: Send + Sync + Debug {
     /// Adds its item to the output and returns the listing to run; with `known` (the
     /// tools the history lists for its label) adds nothing and the listing gives those.
     fn start(&self, out: &mut Emitter, known: Option<&Value>) -> Box<dyn Listing>;
+    /// For a declaration whose tools are deferred (`defer_loading: true`, issue 31): its
+    /// name and description, all the model sees of it until a tool search loads its tools.
+    /// It is then listed only when a search needs it (or a continuation loaded its tools).
+    fn deferred(&self) -> Option<(String, Option<String>)> {
+        None
+    }
+    /// Where it is declared, `tools[i]` (errors found later name it).
+    fn param(&self) -> &str;
 }
 
 /// What a finished listing gives: the tools the model may call and, for a listing made
@@ -121,6 +129,9 @@ pub enum CallItem {
     Custom,
     /// A gateway item of its own (`web_search_call`, `file_search_call`).
     Hosted,
+    /// A client-executed `tool_search_call` (contract W3.3), answered by the client's
+    /// `tool_search_output`.
+    ToolSearch,
 }
 
 /// One declared tool of a request: the per-request side of the duties.
@@ -154,6 +165,19 @@ pub trait Tool: Send + Sync + Debug {
     fn needs_approval(&self) -> bool {
         false
     }
+    /// True for a tool whose calls search the request's deferred tools (`tool_search`,
+    /// issue 31): it binds with the request's tools ([`BindCtx::tools`]), and deferred MCP
+    /// servers are listed before its calls run.
+    fn searches_deferred(&self) -> bool {
+        false
+    }
+    /// A gateway call refused before it ran (its `arguments`, JSON text, are not valid, or
+    /// it could not be bound; `msg` says why): a tool whose items must come in pairs adds
+    /// them here, failed, and returns what the model reads instead of `msg` (the text a
+    /// replay of those items gives it back). `None`, the default: no item, the model reads `msg`.
+    fn refused(&self, _arguments: &str, _msg: &str, _out: &mut Emitter) -> Option<String> {
+        None
+    }
     /// Adds the item that asks the user to approve a call with `arguments` (JSON text) and
     /// returns its id, which the approval response names; `None` when the tool asks none.
     fn request_approval(&self, _arguments: &str, _out: &mut Emitter) -> Option<String> {
@@ -170,6 +194,8 @@ pub struct BindCtx<'a> {
     /// The upstream saw the tool in its native form: the call's result goes back to it as
     /// the type's continuation item ([`Finished::continuation`]).
     pub native: bool,
+    /// The request's tools, for a tool that searches them ([`Tool::searches_deferred`]).
+    pub tools: Option<&'a super::ToolSet>,
 }
 
 impl BindCtx<'_> {
@@ -203,6 +229,8 @@ pub struct Ran {
     pub sources: Vec<Source>,
     /// Chunks found (file search), numbered after the turn's earlier ones when encoded.
     pub files: Option<Vec<crate::executors::file_search::FileHit>>,
+    /// The declarations a tool search loaded (`tool_search_output.tools`).
+    pub loaded: Vec<Value>,
 }
 
 /// A finished call as the turn records it.
@@ -220,6 +248,9 @@ pub struct Finished {
     /// that goes back to the upstream instead of a function output (contract §4.2, e.g.
     /// `file_search_call` with `results`), under the call's id.
     pub continuation: Option<Value>,
+    /// Declarations the call loaded (a tool search, issue 31): offered from the next round
+    /// on, and kept in the transcript for continuations.
+    pub loads: Vec<Value>,
 }
 
 /// Duty 4, encode: one bound gateway call. The turn starts every call of a round first,

@@ -192,6 +192,7 @@ pub fn declare(decl: &Value, param: &str) -> Result<Declared, ApiError> {
             native: Some(native),
         },
         param: param.to_string(),
+        deferred: None,
         tool: Arc::new(FileSearchTool { options, stores: Arc::default() }),
     };
     Ok(Declared { entries: vec![entry], echo, discovery: None })
@@ -481,7 +482,7 @@ mod duties {
         let entry = set.lookup(FUNCTION).unwrap();
         assert_eq!((entry.owner, entry.call_item(), entry.param.as_str()), (Owner::Gateway, CallItem::Hosted, "tools[1]"));
         let include = ["file_search_call.results".to_string()];
-        let mut call = entry.tool.bind("c1", &json!({"queries":[" alpha ", ""]}), &BindCtx { executors: &registry, include: &include, native: false }).unwrap();
+        let mut call = entry.tool.bind("c1", &json!({"queries":[" alpha ", ""]}), &BindCtx { executors: &registry, include: &include, native: false, tools: None }).unwrap();
         assert_eq!(call.labels(), ("file_search", "embedded".to_string()));
         let (mut out, recorder) = recording();
         call.start(&mut out);

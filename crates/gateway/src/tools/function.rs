@@ -91,6 +91,7 @@ pub fn declare(decl: Value, param: &str, namespace: Option<&str>) -> Result<Decl
     if echo.get("description").is_none() {
         echo["description"] = Value::Null;
     }
+    let deferred = super::deferred::Deferred::of_member(&echo, param, &name, description.as_deref())?;
     let entry = ToolEntry {
         name: name.clone(),
         namespace: namespace.map(str::to_string),
@@ -103,6 +104,7 @@ pub fn declare(decl: Value, param: &str, namespace: Option<&str>) -> Result<Decl
             native: None,
         },
         param: param.to_string(),
+        deferred,
         tool: Arc::new(FunctionTool),
     };
     Ok(Declared { entries: vec![entry], echo, discovery: None })
@@ -110,10 +112,12 @@ pub fn declare(decl: Value, param: &str, namespace: Option<&str>) -> Result<Decl
 
 /// Replays a `function_call` item as the call the model made, under its model-visible name.
 /// Servers that parse the arguments refuse an empty string: a function called without them
-/// was called with `{}`.
+/// was called with `{}`. A `namespace` equal to the name is a deferred top-level function's
+/// (contract W3.4): the call of that function.
 pub fn replay(c: &protocol::input::FunctionCall) -> Replayed {
     let arguments = if c.arguments.trim().is_empty() { "{}".to_string() } else { c.arguments.clone() };
-    let call = Call { call_id: c.call_id.clone(), name: visible_name(&c.name, c.namespace.as_deref()), arguments };
+    let namespace = c.namespace.as_deref().filter(|ns| *ns != c.name);
+    let call = Call { call_id: c.call_id.clone(), name: visible_name(&c.name, namespace), arguments };
     Replayed { call, result: None, private_key: None }
 }
 
@@ -160,7 +164,7 @@ mod duties {
         assert_eq!((entry.owner, entry.call_item()), (Owner::Client, CallItem::Function));
         assert_eq!(entry.upstream.strict, Some(true));
         assert!(!entry.upstream.is_native(), "a function has no other form");
-        let bound = entry.tool.bind("c1", &json!({"city":"Paris"}), &BindCtx { executors: &registry, include: &[], native: false });
+        let bound = entry.tool.bind("c1", &json!({"city":"Paris"}), &BindCtx { executors: &registry, include: &[], native: false, tools: None });
         assert!(bound.is_err(), "client calls are returned, never run");
         let item: InputItem = serde_json::from_value(json!({"type":"function_call","call_id":"c1","name":"f","namespace":"ns","arguments":" "})).unwrap();
         let r = FunctionType.replay(&item, &mut Vec::new()).unwrap();

@@ -5,6 +5,7 @@
 
 pub mod choice;
 pub mod custom;
+pub mod deferred;
 pub mod duties;
 pub mod file_search;
 pub mod function;
@@ -12,6 +13,7 @@ pub mod mcp;
 pub mod namespace;
 pub mod replay;
 pub mod server_custom;
+pub mod tool_search;
 pub mod web_search;
 
 use std::collections::{BTreeMap, HashMap};
@@ -50,6 +52,9 @@ pub struct ToolEntry {
     pub upstream: UpstreamTool,
     /// The declaration's place, `tools[i]` (errors found later name it).
     pub param: String,
+    /// Set for a tool declared with `defer_loading: true` ([`deferred`]): not declared
+    /// upstream until loaded.
+    pub deferred: Option<Arc<deferred::Deferred>>,
     /// What the tool is: its type's per-request duties (binding, encoding).
     pub tool: Arc<dyn Tool>,
 }
@@ -73,8 +78,9 @@ impl ToolEntry {
 
 /// Every tool type the gateway knows (duties in `duties.rs`); a declaration goes to the one
 /// whose `types()` holds its `type`.
-pub fn types() -> [&'static dyn ToolType; 6] {
+pub fn types() -> [&'static dyn ToolType; 7] {
     [
+        &tool_search::ToolSearchType,
         &function::FunctionType,
         &custom::CustomType,
         &namespace::NamespaceType,
@@ -85,9 +91,9 @@ pub fn types() -> [&'static dyn ToolType; 6] {
 }
 
 /// Declared types the gateway knows but does not offer (400 `unsupported_tool_type`).
-const UNSUPPORTED: [&str; 9] = [
+const UNSUPPORTED: [&str; 8] = [
     "code_interpreter", "image_generation", "local_shell", "shell", "apply_patch",
-    "computer_use_preview", "computer", "tool_search", "programmatic_tool_calling",
+    "computer_use_preview", "computer", "programmatic_tool_calling",
 ];
 
 /// The model-visible name of a tool: `name`, or `namespace__name` for namespace members.
@@ -114,6 +120,14 @@ pub struct ToolSet {
     discoveries: Vec<Arc<dyn Discovery>>,
     /// A choice naming tools known once listed ([`choice::Deferred`]).
     deferred_choice: Option<choice::Deferred>,
+    /// Deferred tools loaded so far (entry indexes), in load order ([`deferred`]).
+    loaded: Vec<usize>,
+    /// Model-visible names a continuation loaded whose MCP server is not listed yet.
+    pending_loads: Vec<String>,
+    /// Deferred MCP servers not listed yet: listed when a tool search needs them.
+    lazy: Vec<Arc<dyn Discovery>>,
+    /// The tool search is the client's (`execution: "client"`): it may hold the catalog.
+    client_search: bool,
 }
 
 impl ToolSet {
@@ -123,6 +137,7 @@ impl ToolSet {
     pub fn build(tools: Vec<Value>, tool_choice: Option<&Value>, registry: &Registry, caps: &UpstreamCaps) -> Result<ToolSet, ApiError> {
         let mut set = ToolSet { echo: Vec::with_capacity(tools.len()), ..ToolSet::default() };
         let ctx = DeclareCtx { registry };
+        let mut searchers: Vec<String> = Vec::new();
         for (i, decl) in tools.into_iter().enumerate() {
             let param = format!("tools[{i}]");
             let Some(obj) = decl.as_object() else {
@@ -162,6 +177,13 @@ impl ToolSet {
                 set.discoveries.push(d);
             }
             for mut entry in entries {
+                if entry.tool.searches_deferred() {
+                    if !searchers.is_empty() {
+                        return Err(ApiError::invalid(format!("{param}.type"), "Only one tool_search tool may be declared.").with_code("invalid_value"));
+                    }
+                    searchers.push(param.clone());
+                    set.client_search = entry.owner == Owner::Client;
+                }
                 // The handler offers its native form; only an upstream that advertises the
                 // type gets it (`upstream.native_tools`).
                 if entry.upstream.native.as_ref().is_some_and(|n| !caps.renders_native(&n.tool_type)) {
@@ -170,6 +192,13 @@ impl ToolSet {
                 set.insert(entry, &param)?;
             }
             set.echo.push(echo);
+        }
+        set.check_deferred(&searchers)?;
+        // The search's function tells the model what it can load (the guide's overview).
+        let overview = set.deferred_overview();
+        if let Some(search) = set.entries.iter_mut().find(|e| e.tool.searches_deferred()).filter(|_| !overview.is_empty()) {
+            let own = search.upstream.description.take().unwrap_or_default();
+            search.upstream.description = Some(format!("{own}\n\nSearchable deferred tools:\n{}", overview.join("\n")));
         }
         let (choice, echo, deferred) = choice::resolve(tool_choice, &set)?;
         set.choice = choice;
@@ -199,6 +228,26 @@ impl ToolSet {
     /// model-visible name is taken already is left out (with a warning). A `tool_choice`
     /// naming listed tools is resolved now. Before the first round only.
     pub async fn discover(&mut self, out: &mut Emitter, listings: &mut BTreeMap<String, Value>) {
+        // A deferred server is listed now only when its listing is known (no item, no
+        // request) or a continuation loaded its tools; else when a search needs it.
+        let pending = std::mem::take(&mut self.pending_loads);
+        let (now, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.discoveries).into_iter().partition(|d| {
+            d.deferred().is_none() || listings.contains_key(d.label()) || pending.iter().any(|n| n.starts_with(&format!("{}__", d.label())))
+        });
+        self.pending_loads = pending;
+        self.discoveries = now;
+        self.lazy.extend(later);
+        self.list(out, listings).await;
+    }
+
+    /// Lists the deferred MCP servers not listed yet (a tool search needs their tools),
+    /// each with its `mcp_list_tools` item.
+    pub async fn discover_lazy(&mut self, out: &mut Emitter, listings: &mut BTreeMap<String, Value>) {
+        self.discoveries = std::mem::take(&mut self.lazy);
+        self.list(out, listings).await;
+    }
+
+    async fn list(&mut self, out: &mut Emitter, listings: &mut BTreeMap<String, Value>) {
         if self.discoveries.is_empty() {
             return;
         }
@@ -225,18 +274,26 @@ impl ToolSet {
         if let Some(deferred) = self.deferred_choice.take() {
             self.choice = choice::expand(&deferred, &listed);
         }
+        self.discoveries.clear();
+        self.load_pending();
     }
 
     /// The same tools less those not in `offered` (upstream names): what one round of an
     /// `allowed_tools` choice may call. `None` when every tool is offered.
+    /// A deferred tool not loaded yet stays callable by its exact name while any tool is
+    /// offered (a model that skips the search, issue 31).
     pub fn restricted_to(&self, offered: &[&UpstreamTool]) -> Option<ToolSet> {
         // `offered` comes from `upstream_tools`: a subset of these tools, each once.
-        if offered.len() == self.entries.len() {
+        let names: std::collections::HashSet<&str> = offered.iter().map(|o| o.name.as_str()).collect();
+        let keep = |i: usize| names.contains(self.entries[i].upstream.name.as_str()) || (!offered.is_empty() && self.is_hidden(i));
+        if (0..self.entries.len()).all(&keep) {
             return None;
         }
-        let offered: std::collections::HashSet<&str> = offered.iter().map(|o| o.name.as_str()).collect();
         let mut set = ToolSet { choice: self.choice.clone(), choice_echo: self.choice_echo.clone(), ..ToolSet::default() };
-        for e in self.entries.iter().filter(|e| offered.contains(e.upstream.name.as_str())) {
+        for (i, e) in (0..self.entries.len()).filter(|&i| keep(i)).map(|i| (i, &self.entries[i])) {
+            if self.loaded.contains(&i) {
+                set.loaded.push(set.entries.len());
+            }
             set.by_visible.insert(e.visible_name().to_string(), set.entries.len());
             set.entries.push(e.clone());
         }
@@ -278,7 +335,8 @@ impl ToolSet {
     }
 
     /// The upstream declarations for `choice`: none for `none`, only the allowed subset for
-    /// `allowed_tools`; gateway-owned tools first, then client tools.
+    /// `allowed_tools`; gateway-owned tools first, then client tools, then the loaded
+    /// deferred tools in load order (a deferred tool not loaded is not declared).
     pub fn upstream_tools(&self, choice: &ToolChoice) -> Vec<&UpstreamTool> {
         let names: std::collections::HashSet<&str> = match choice {
             ToolChoice::Allowed { names, .. } => names.iter().map(String::as_str).collect(),
@@ -289,9 +347,11 @@ impl ToolSet {
             ToolChoice::Allowed { .. } => names.contains(e.visible_name()),
             _ => true,
         };
-        let gateway = self.entries.iter().filter(|e| e.owner == Owner::Gateway && allowed(e));
-        let client = self.entries.iter().filter(|e| e.owner == Owner::Client && allowed(e));
-        gateway.chain(client).map(|e| &e.upstream).collect()
+        let plain = |e: &&ToolEntry| e.deferred.is_none() && allowed(e);
+        let gateway = self.entries.iter().filter(|e| e.owner == Owner::Gateway).filter(plain);
+        let client = self.entries.iter().filter(|e| e.owner == Owner::Client).filter(plain);
+        let loaded = self.loaded.iter().map(|&i| &self.entries[i]).filter(|e| allowed(e));
+        gateway.chain(client).chain(loaded).map(|e| &e.upstream).collect()
     }
 }
 

@@ -7,6 +7,9 @@ use serde_json::Value;
 
 use protocol::input::InputItem;
 
+use std::sync::Arc;
+
+use super::deferred::{self, Deferred, Holder};
 use super::{check_name, custom, function, DeclareCtx, Declared, ToolType};
 use crate::events::file_citations::FileSource;
 use crate::transcript::Replayed;
@@ -49,6 +52,9 @@ pub fn declare(mut decl: Value, param: &str) -> Result<Declared, ApiError> {
     }
     // The model sees only the members: the namespace's description leads each of theirs.
     let about = decl.get("description").and_then(Value::as_str).map(str::trim).filter(|d| !d.is_empty()).map(str::to_string);
+    // `defer_loading` on the namespace defers every member (the guide marks namespaces;
+    // the SDK's members carry it one by one).
+    let all_deferred = deferred::flag(&decl, param)?;
     let mut entries = Vec::new();
     let mut echo_members = Vec::new();
     for (j, m) in members.into_iter().enumerate() {
@@ -76,6 +82,12 @@ pub fn declare(mut decl: Value, param: &str) -> Result<Declared, ApiError> {
                     let own = native.declaration.get("description").and_then(Value::as_str).map(str::to_string);
                     native.declaration["description"] = Value::String(led(own.as_deref()));
                 }
+            }
+        }
+        for entry in &mut e {
+            if all_deferred || entry.deferred.is_some() {
+                let d = Deferred { holder: Holder::Namespace, surface: ns.clone(), about: about.clone(), public: echo.clone() };
+                entry.deferred = Some(Arc::new(d));
             }
         }
         entries.append(&mut e);

@@ -48,6 +48,7 @@ pub fn declare(decl: Value, param: &str, tool: Arc<dyn ServerTool>) -> Result<De
             native: Some(NativeTool::custom(tool.name(), Some(&tool.description()), &json!({"type": "text"}))),
         },
         param: param.to_string(),
+        deferred: None,
         tool: Arc::new(ServerCustomTool { executor: tool }),
     };
     Ok(Declared { entries: vec![entry], echo, discovery: None })
@@ -151,7 +152,7 @@ mod duties {
         assert_eq!((entry.owner, entry.is_custom()), (Owner::Gateway, true));
         assert!(entry.upstream.description.as_deref().unwrap_or("").starts_with("Report the installed version"));
         assert!(entry.upstream.is_native());
-        let mut call = entry.tool.bind("c1", &json!({"input":"tokio"}), &BindCtx { executors: &registry, include: &[], native: false }).unwrap();
+        let mut call = entry.tool.bind("c1", &json!({"input":"tokio"}), &BindCtx { executors: &registry, include: &[], native: false, tools: None }).unwrap();
         assert_eq!(call.labels(), ("custom", "package_version".to_string()));
         let (mut out, recorder) = recording();
         call.start(&mut out);

@@ -87,7 +87,8 @@ impl ToolType for WebSearchType {
 }
 
 /// Validates a declaration (contract §2). No backend configured → 400 naming the missing
-/// setting; `external_web_access: false` with the `http` backend → 400 (no cache-only mode).
+/// setting; `external_web_access: false` with a backend that cannot keep to cached or
+/// indexed results → 400 (both configured backends can: see `SearchBackend::supports_cache_only`).
 pub fn declare(decl: &Value, param: &str, kind: &str, ctx: &DeclareCtx<'_>) -> Result<Declared, ApiError> {
     let backend = ctx.registry.web_search.as_ref().map_err(|why| {
         ApiError::invalid(format!("{param}.type"), why.clone()).with_code("tool_not_configured")
@@ -180,6 +181,7 @@ pub fn declare(decl: &Value, param: &str, kind: &str, ctx: &DeclareCtx<'_>) -> R
             native: Some(NativeTool::hosted("web_search", native)),
         },
         param: param.to_string(),
+        deferred: None,
         tool: Arc::new(WebSearchTool { options }),
     };
     Ok(Declared { entries: vec![entry], echo, discovery: None })
@@ -257,7 +259,7 @@ impl Invocation for WebSearchCall {
                     let hits = refine(outcome.hits.clone(), &request);
                     let content = render_for_model(&request.query, &outcome, &hits);
                     let sources = hits.iter().map(|h| Source { url: h.url.clone(), title: h.title.clone() }).collect();
-                    Ran { status: RunStatus::Ok, content, usage: outcome.usage, sources, files: None }
+                    Ran { status: RunStatus::Ok, content, usage: outcome.usage, sources, files: None, loaded: Vec::new() }
                 }
                 Ok(Err(e)) => Ran { status: RunStatus::Error, content: format!("error: web search failed: {e}"), ..Ran::default() },
                 Err(_) => Ran { status: RunStatus::Timeout, content: timed_out(timeout), ..Ran::default() },
@@ -282,7 +284,7 @@ impl Invocation for WebSearchCall {
         });
         let action = WebSearchAction { kind: "search".into(), query: query.clone(), queries: vec![query.clone()], sources };
         out.web_search_done(idx, action, ok);
-        Finished { content: ran.content, sources: ran.sources, usage: ran.usage, private: Some((out.item_id(idx), query)), continuation }
+        Finished { content: ran.content, sources: ran.sources, usage: ran.usage, private: Some((out.item_id(idx), query)), continuation, loads: Vec::new() }
     }
 }
 
@@ -359,7 +361,7 @@ mod duties {
         assert_eq!(entry.upstream.parameters["required"], json!(["query"]));
         assert!(entry.tool.choice_types().contains(&"web_search"));
         let include = ["web_search_call.action.sources".to_string()];
-        let mut call = entry.tool.bind("c1", &json!({"query":"rust"}), &BindCtx { executors: &registry, include: &include, native: false }).unwrap();
+        let mut call = entry.tool.bind("c1", &json!({"query":"rust"}), &BindCtx { executors: &registry, include: &include, native: false, tools: None }).unwrap();
         assert_eq!(call.labels(), ("web_search", "test".to_string()));
         let (mut out, recorder) = recording();
         call.start(&mut out);

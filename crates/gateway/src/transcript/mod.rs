@@ -142,6 +142,11 @@ pub struct Transcript {
     /// has them): a continuation reuses a label's listing instead of listing again.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub listings: BTreeMap<String, serde_json::Value>,
+    /// Declarations loaded by tool searches so far (each a `tool_search_output`'s tools,
+    /// or a deferred tool called without a search; issue 31): a continuation loads them
+    /// again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loaded: Vec<serde_json::Value>,
     /// The ids of the approval requests issued (issue 18 "Approvals"); each is the
     /// `call_id` of its call, which an approval response answers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -172,6 +177,17 @@ impl Transcript {
         } else {
             Some(parts.join("\n\n"))
         }
+    }
+
+    /// The model-visible names of the calls in the history, in order.
+    pub fn call_names(&self) -> Vec<String> {
+        self.entries
+            .iter()
+            .flat_map(|e| match e {
+                Entry::Assistant { calls, .. } => calls.iter().map(|c| c.name.clone()).collect(),
+                _ => Vec::new(),
+            })
+            .collect()
     }
 
     /// Calls in the transcript as `(call_id, answered)`.

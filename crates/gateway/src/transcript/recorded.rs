@@ -22,6 +22,17 @@ pub enum Recorded {
     /// A call that ran once approved (an `mcp_call` with `approval_request_id`): its result
     /// answers that request's call, which this input approved or an earlier turn ran.
     ApprovedRun { request_id: String, replayed: Replayed },
+    /// A call whose answer is an item of its own (a `tool_search_call`, issue 31).
+    Call(Call),
+    /// The answer to such a call (a `tool_search_output`): `call_id` `None` answers the
+    /// last call not answered yet (a hosted search's output follows its call); `content` is
+    /// what the model read; `loads` the declarations it loaded (kept in `Transcript::loaded`).
+    /// A later call starts a new round: the model read the output before making it (it
+    /// calls what the search loaded), hosted or client-executed alike.
+    Output { call_id: Option<String>, content: String, loads: Vec<serde_json::Value> },
+    /// Tools added part-way through the conversation (an `additional_tools` item, contract
+    /// W3.3): loaded like a search's, without a call (kept in `Transcript::loaded`).
+    Tools(Vec<serde_json::Value>),
 }
 
 /// The result the model reads of a call the user denied.
@@ -62,6 +73,34 @@ pub(super) fn record(item: Recorded, param: &str, t: &mut Transcript, calls: &mu
                 t.push_call(replayed.call, std::mem::take(after_output));
                 t.push_tool_result(call_id, replayed.result.unwrap_or_default());
             }
+            Ok(false)
+        }
+        Recorded::Call(call) => {
+            if new_call(calls, stored, &call.call_id, param)? {
+                t.push_call(call, std::mem::take(after_output));
+            }
+            Ok(false)
+        }
+        Recorded::Output { call_id, content, loads } => {
+            let slot = match &call_id {
+                Some(id) => calls.index.get(id).copied(),
+                None => calls.ids.iter().rposition(|(_, answered)| !answered),
+            };
+            let Some((id, answered)) = slot.and_then(|i| calls.ids.get_mut(i)) else {
+                return Err(ApiError::invalid(format!("{param}.call_id"), format!("No tool search call found for output with call_id {}.", shown(call_id.as_deref().unwrap_or("null"))))
+                    .with_code("invalid_value"));
+            };
+            if *answered {
+                return Err(ApiError::invalid(format!("{param}.call_id"), format!("Duplicate tool output for call_id {}.", shown(id))).with_code("invalid_value"));
+            }
+            *answered = true;
+            let id = id.clone();
+            t.push_tool_result(id, content);
+            t.loaded.extend(loads);
+            Ok(true)
+        }
+        Recorded::Tools(loads) => {
+            t.loaded.extend(loads);
             Ok(false)
         }
         Recorded::ApprovalResponse { request_id, approve, reason } => {

@@ -38,6 +38,8 @@ pub struct Executed {
     /// `(item id, call id, key)` of each private result of the round (web search results
     /// by the search's item, keyed by its query).
     pub private: Vec<(String, String, String)>,
+    /// Declarations the round's searches loaded (issue 31).
+    pub loads: Vec<Value>,
 }
 
 /// Validates a gateway call's arguments: valid JSON that matches the tool's parameter
@@ -169,6 +171,7 @@ pub async fn run_calls(
         if let Some((item_id, key)) = finished.private {
             out.private.push((item_id, call_id.clone(), key));
         }
+        out.loads.extend(finished.loads);
         out.results.push(ToolResult { call_id, content: finished.content, continuation: finished.continuation });
     }
     out

@@ -7,7 +7,7 @@ use protocol::output::ItemStatus;
 use crate::events::emitter::Emitter;
 use crate::events::ids::new_id;
 use crate::tools::custom::{arguments_from_input, input_from_arguments, InputDecoder};
-use crate::tools::ToolEntry;
+use crate::tools::{CallItem, ToolEntry};
 use crate::upstream::arguments;
 
 /// A call received in the current round, under its model-visible name.
@@ -41,15 +41,21 @@ impl PendingCall {
     }
 
     /// Adds the client-owned call's item (`function_call` or `custom_tool_call`, as the
-    /// tool's calls appear) under the tool's public name and namespace.
+    /// tool's calls appear) under the tool's public name and namespace. A deferred top-level
+    /// function's calls carry its own name as `namespace` (contract W3.4: OpenAI loads such a
+    /// function as a namespace of that name).
     pub fn start_client_item(&mut self, entry: &ToolEntry, emitter: &mut Emitter) -> usize {
         self.ensure_id();
-        let (name, namespace) = (entry.name.clone(), entry.namespace.clone());
-        let idx = if entry.is_custom() {
-            self.decoder = Some(InputDecoder::default());
-            emitter.custom_call_start(self.call_id.clone(), name, namespace)
-        } else {
-            emitter.function_call_start(self.call_id.clone(), name, namespace)
+        let own_namespace = entry.deferred.is_some() && entry.call_item() == CallItem::Function;
+        let namespace = entry.namespace.clone().or_else(|| own_namespace.then(|| entry.name.clone()));
+        let name = entry.name.clone();
+        let idx = match entry.call_item() {
+            CallItem::Custom => {
+                self.decoder = Some(InputDecoder::default());
+                emitter.custom_call_start(self.call_id.clone(), name, namespace)
+            }
+            CallItem::ToolSearch => emitter.tool_search_call_start(Some(self.call_id.clone()), "client"),
+            CallItem::Function | CallItem::Hosted => emitter.function_call_start(self.call_id.clone(), name, namespace),
         };
         self.output_index = Some(idx);
         idx

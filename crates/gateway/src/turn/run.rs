@@ -99,7 +99,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
     observer.turn_started(&info);
     let mut first_token = false;
     let Prepared { upstream_model, mut transcript, mut tools, mut sampling, max_output_tokens, max_tool_calls, include, executors, cancel, cancelled_by_client, client_left, generate, sealer, .. } = turn;
-    let bind_ctx = BindCtx { executors: &executors, include: &include, native: false };
+    let bind_ctx = BindCtx { executors: &executors, include: &include, native: false, tools: None };
     let observed = Observed { observer, info: &info };
     // Chunks shown in earlier turns keep their numbers; this turn's continue after them.
     let mut files = FileSources { enabled: tools.cites_files(), list: std::mem::take(&mut transcript.file_sources) };
@@ -169,7 +169,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
         // last round) none, under `allowed_tools` a subset. A call of another tool is not
         // streamed as a client item and is answered as a call of an unknown tool (or, in
         // the last round, dropped).
-        let restricted = tools.restricted_to(&declared);
+        let mut restricted = tools.restricted_to(&declared);
         let offered = restricted.as_ref().unwrap_or(&tools);
         // With a `strict` client function offered, client calls are checked before any is
         // shown: they wait for the end of the round.
@@ -309,6 +309,14 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
         if invalid.is_empty() {
             round.close_streamed_calls(offered, emitter);
         }
+        // A search of the deferred tools lists the deferred MCP servers first (their items
+        // come before its own): their tools join the catalog.
+        let searches = invalid.is_empty() && tools.has_lazy() && round.calls.iter().any(|c| offered.lookup(&c.name).is_some_and(|e| e.tool.searches_deferred()));
+        if searches {
+            Box::pin(tools.discover_lazy(emitter, &mut transcript.listings)).await;
+            restricted = tools.restricted_to(&tools.upstream_tools(&choice));
+        }
+        let offered = restricted.as_ref().unwrap_or(&tools);
         let mut gateway = Vec::new();
         let mut answers: Vec<ToolResult> = Vec::new();
         let mut client = Vec::new();
@@ -345,17 +353,17 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
                     None => client.push(call.index),
                 },
                 Some(entry) => match execute::validate(entry, &call.arguments) {
-                    Err(msg) => answers.push(reject(msg)),
+                    Err(msg) => answers.push(reject(entry.tool.refused(&call.arguments, &msg, emitter).unwrap_or(msg))),
                     Ok(_) if entry.tool.needs_approval() => approvals.push(call.index),
                     Ok(_) if max_tool_calls.is_some_and(|cap| executed >= cap) => answers.push(reject(MAX_TOOL_CALLS.into())),
                     Ok(args) => match repeats.check(&call.name, &args, &call.call_id) {
                         Some(again) => answers.push(reject(again)),
-                        None => match entry.tool.bind(&call.call_id, &args, &BindCtx { native: entry.upstream.is_native(), ..bind_ctx }) {
+                        None => match entry.tool.bind(&call.call_id, &args, &BindCtx { native: entry.upstream.is_native(), tools: Some(offered), ..bind_ctx }) {
                             Ok(invocation) => {
                                 executed += 1;
                                 gateway.push((call.name.clone(), invocation));
                             }
-                            Err(msg) => answers.push(reject(msg)),
+                            Err(msg) => answers.push(reject(entry.tool.refused(&call.arguments, &msg, emitter).unwrap_or(msg))),
                         },
                     },
                 },
@@ -398,6 +406,15 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
                 }
                 call.finish_item(entry.is_custom(), emitter);
             }
+        }
+        // Tools loaded this round, offered from the next one on: by a search, or called by
+        // their exact name without one (the model skipped the search).
+        let called: Vec<&str> = round.calls.iter().map(|c| c.name.as_str()).collect();
+        let skipped = tools.load_called(&called);
+        transcript.loaded.extend(skipped);
+        if !done.loads.is_empty() {
+            tools.load_declared(&done.loads);
+            transcript.loaded.extend(done.loads);
         }
         transcript.push_assistant_with(text, transcript_calls, round.take_thought());
         // Results in the order the model made the calls.

@@ -194,6 +194,12 @@ pub fn validate(
     };
     let mut tools = ToolSet::build(req.tools.take().unwrap_or_default(), req.tool_choice.as_ref(), registry, caps)?;
     let transcript = from.transcript(req.instructions.as_deref(), items, &Replayer { registry }, sealer.map(|s| &**s))?;
+    // Tools that earlier searches loaded are loaded again (issue 31), and so are deferred
+    // tools the history calls by name (a model that skipped the search; replayed input
+    // holds no item that loaded them).
+    tools.load_declared(&transcript.loaded);
+    let called = transcript.call_names();
+    tools.load_called(&called.iter().map(String::as_str).collect::<Vec<_>>());
     let text = text_config(&req)?;
     let reasoning = reasoning_of(req.reasoning.as_ref())?;
     let store = req.store.unwrap_or(true);

@@ -42,6 +42,7 @@ mod store_responses;
 mod store_startup;
 mod stream_shapes;
 mod tool_choice;
+mod tool_search;
 mod tools;
 mod vector_stores;
 mod vector_stores_process;

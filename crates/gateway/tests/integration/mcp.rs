@@ -80,7 +80,7 @@ pub(crate) async fn mcp_server() -> (String, Arc<AtomicUsize>) {
     (format!("http://{addr}/mcp"), calls)
 }
 
-async fn gateway(call_timeout_ms: u64) -> Harness {
+pub(crate) async fn gateway(call_timeout_ms: u64) -> Harness {
     Harness::start_with(move |c| {
         c.mcp.allowed_urls = vec!["http://127.0.0.1:".into()];
         c.mcp.allow_private = true;

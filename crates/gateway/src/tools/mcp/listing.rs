@@ -13,6 +13,7 @@ use super::call::McpTool;
 use super::{visible_name, ServerDecl};
 use crate::events::Emitter;
 use crate::executors::mcp::{ListedTool, McpConnection, McpServers};
+use crate::tools::deferred::{Deferred, Holder};
 use crate::tools::{Discovered, Discovery, Listing, Owner, ToolEntry, UpstreamTool};
 
 /// A declared MCP server: its tools are listed when the turn runs.
@@ -29,6 +30,14 @@ impl Discovery for McpServer {
 
     fn label_field(&self) -> &'static str {
         "server_label"
+    }
+
+    fn deferred(&self) -> Option<(String, Option<String>)> {
+        self.decl.deferred.then(|| (self.decl.label.clone(), self.decl.description.clone()))
+    }
+
+    fn param(&self) -> &str {
+        &self.decl.param
     }
 
     /// A request's server whose host resolves only to private addresses is a 400 now.
@@ -126,6 +135,10 @@ impl Listing for McpListing {
                     native: None,
                 },
                 param: d.param.clone(),
+                deferred: d.deferred.then(|| {
+                    let public = serde_json::json!({"name": t.name, "description": t.description, "input_schema": t.input_schema});
+                    Arc::new(Deferred { holder: Holder::McpServer, surface: d.label.clone(), about: d.description.clone(), public })
+                }),
                 tool: Arc::new(McpTool { label: d.label.clone(), needs_approval: d.approval.needs(&t), name: t.name, connection: connection.clone() }),
             })
             .collect();

@@ -55,6 +55,8 @@ struct ServerDecl {
     approval: Approval,
     /// `tools[i]`.
     param: String,
+    /// `defer_loading: true`: the server's tools wait for a tool search (issue 31).
+    deferred: bool,
 }
 
 impl ToolType for McpType {
@@ -150,12 +152,13 @@ impl ToolType for McpType {
         let description = description.or_else(|| target.as_ref().ok().and_then(|t| t.description.clone()));
         let allowed = allowed_tools(decl.get("allowed_tools")).map_err(|m| invalid("allowed_tools", m))?;
         let approval = Approval::parse(decl.get("require_approval")).map_err(|m| invalid("require_approval", m))?;
+        let deferred = super::deferred::flag(&decl, param)?;
         let mut echo = decl;
         if let Some(o) = echo.as_object_mut() {
             o.remove("headers");
             o.remove("authorization");
         }
-        let decl = ServerDecl { label, target, description, allowed, approval, param: param.to_string() };
+        let decl = ServerDecl { label, target, description, allowed, approval, param: param.to_string(), deferred };
         let server = listing::McpServer { decl: Arc::new(decl), servers: servers.clone() };
         Ok(Declared { entries: Vec::new(), echo, discovery: Some(Arc::new(server)) })
     }

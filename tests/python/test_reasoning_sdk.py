@@ -97,7 +97,8 @@ def test_a_stateless_function_round_trip_hands_the_sealed_reasoning_back(client,
 
 
 def test_responses_upstream_keeps_summary_and_content_apart(rclient, upstream):
-    upstream.push({"text": ["42"], "reasoning_content": ["raw ", "thoughts"], "summary": ["Thought about it.", "Then answered."]})
+    # 20 ms apart: each chunk is its own delta (chunks that arrive together leave as one).
+    upstream.push({"text": ["42"], "reasoning_content": ["raw ", "thoughts"], "summary": ["Thought about it.", "Then answered."], "token_delay_ms": 20})
     with rclient.responses.stream(model=MODEL, input="q", reasoning={"effort": "low", "summary": "detailed"}) as stream:
         events = list(stream)
         final = stream.get_final_response()

@@ -14,7 +14,8 @@ pytestmark = pytest.mark.usefixtures("upstream")
 
 
 def test_refusal_is_a_typed_refusal_part(client, upstream, gateway):
-    script = {"text": ["I see."], "refusal": ["I can't", " help with that."]}
+    # 20 ms apart: each chunk is its own delta (chunks that arrive together leave as one).
+    script = {"text": ["I see."], "refusal": ["I can't", " help with that."], "token_delay_ms": 20}
     upstream.push(script)
     with client.responses.stream(model=MODEL, input="something bad", store=False) as stream:
         events = list(stream)

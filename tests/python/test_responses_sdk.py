@@ -369,7 +369,9 @@ def test_custom_tool_streaming_input_deltas(client, upstream, gateway):
 
 def test_stream_function_call_arguments(client, upstream, gateway):
     args = '{"city":"Paris","unit":"celsius"}'
-    script = {"tool_calls": [{"name": "get_weather", "arguments": args, "fragment_chars": 4}]}
+    # 20 ms apart: each fragment arrives on its own (fragments that arrive together leave as
+    # one delta, issue 34).
+    script = {"tool_calls": [{"name": "get_weather", "arguments": args, "fragment_chars": 4}], "token_delay_ms": 20}
     request = {"model": MODEL, "input": "Weather in Paris?", "tools": [WEATHER_TOOL]}
 
     upstream.push(script)
@@ -543,7 +545,8 @@ def test_upstream_reasoning_is_a_typed_reasoning_item(client, upstream, gateway)
     sent upstream."""
     from openai.types.responses import ResponseReasoningItem
 
-    script = {"reasoning_content": ["The user", " greets."], "tool_calls": [{"name": "get_weather", "arguments": '{"city":"Oslo"}'}]}
+    # 20 ms apart: each chunk is its own delta (chunks that arrive together leave as one).
+    script = {"reasoning_content": ["The user", " greets."], "tool_calls": [{"name": "get_weather", "arguments": '{"city":"Oslo"}'}], "token_delay_ms": 20}
     upstream.push(script)
     with client.responses.stream(model=MODEL, input="weather in Oslo?", tools=[WEATHER_TOOL], store=False) as stream:
         events = list(stream)

@@ -61,7 +61,9 @@ def test_text_and_stream(rclient, upstream):
     assert sent["instructions"] == "Be brief."
     assert sent["input"] == [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}]
 
-    upstream.push({"text": ["a", "b", "c"], "reasoning_content": ["think"]})
+    # 20 ms apart: each chunk arrives on its own and is its own delta (chunks that arrive
+    # together leave as one, issue 34).
+    upstream.push({"text": ["a", "b", "c"], "reasoning_content": ["think"], "token_delay_ms": 20})
     with rclient.responses.stream(model=MODEL, input="hi") as stream:
         events = list(stream)
         final = stream.get_final_response()

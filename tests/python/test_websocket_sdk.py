@@ -67,7 +67,9 @@ def checked(events: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def test_text_answer(any_client, upstream):
-    upstream.push({"text": ["Hel", "lo", " there"]})
+    # 20 ms apart: each chunk arrives on its own and is its own delta (chunks that arrive
+    # together leave as one, issue 34).
+    upstream.push({"text": ["Hel", "lo", " there"], "token_delay_ms": 20})
     with any_client.responses.connect() as conn:
         conn.response.create(model=MODEL, input="hi", instructions="Be brief.")
         events = receive(conn)
@@ -78,7 +80,7 @@ def test_text_answer(any_client, upstream):
 
 
 def test_streamed_function_call(any_client, upstream):
-    upstream.push({"tool_calls": [{"name": "get_weather", "arguments": json.dumps({"city": "Paris"}), "fragment_chars": 4}]})
+    upstream.push({"tool_calls": [{"name": "get_weather", "arguments": json.dumps({"city": "Paris"}), "fragment_chars": 4}], "token_delay_ms": 20})
     with any_client.responses.connect() as conn:
         conn.response.create(model=MODEL, input="Weather in Paris?", tools=[WEATHER_TOOL])
         events = receive(conn)

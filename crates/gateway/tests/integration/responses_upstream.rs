@@ -44,7 +44,8 @@ async fn text_and_streams_go_through_a_responses_upstream() {
     assert_eq!(up["input"], json!([{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}]));
     assert!(up.get("messages").is_none(), "not a chat request: {up}");
     // Streamed: the gateway's own events (the checker asserts the stream's invariants).
-    h.upstream.push(Script::text(&["a", "b", "c"]).reasoning(&["think"]));
+    // 20 ms apart: each delta arrives on its own (deltas that arrive together leave as one).
+    h.upstream.push(Script::text(&["a", "b", "c"]).reasoning(&["think"]).delay_ms(20));
     let s = h.stream(json!({"model":"m","input":"hi","store":false})).await;
     assert_eq!(s.response["status"], "completed");
     assert_eq!(types(&s.response), ["reasoning", "message"]);

@@ -138,7 +138,11 @@ total_instructions() {
     "$BIN/loadgen" wait "$gateway/healthz"
     "$BIN/loadgen" run --scenario "$scenario" --target gateway --base-url "$gateway/v1" --control-url "$UPSTREAM" \
         --body-file "$TMP/body.json" --concurrency 1 --requests "$n" "${WARMUP[@]}" "${args[@]}" > /dev/null
-    kill -INT "$pid"
+    # Under strace the gateway is strace's child: it is the one stopped (strace then writes
+    # its table and exits; a SIGINT to strace would leave the gateway running).
+    local target="$pid"
+    [ "$SYSCALLS" = 0 ] || target="$(pgrep -P "$pid" | head -n 1)"
+    kill -INT "${target:-$pid}"
     wait "$pid" 2>/dev/null || true
     [ -z "$KEEP" ] || { mkdir -p "$KEEP" && cp "$out" "$KEEP/"; }
     if [ "$SYSCALLS" = 1 ]; then

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test: Rust unit/integration/fuzz tests (the store suites on SQLite and on
-# PostgreSQL), clippy with the workspace lints, the Python end-to-end tests with the official openai SDK (SQLite, then the
+# PostgreSQL), clippy with the workspace lints, the instructions-per-request guard, the Python end-to-end tests with the official openai SDK (SQLite, then the
 # store tests again on PostgreSQL), the fault and fuzz suite (schemathesis against the
 # gateway's /openapi.json, tests/fuzz), real clients (the OpenAI Agents SDK and Codex CLI,
 # tests/clients), the playground's browser tests (Debian's Chromium driven by
@@ -43,6 +43,12 @@ cargo clippy -p responses-gateway --all-targets -- -D warnings
 
 echo "== quickstart: its checks up front and one run per work directory (no build, no model) =="
 bash tests/quickstart/work_dirs.sh
+
+echo "== Instructions per request against bench/instructions-baseline.txt (the debug build, callgrind) =="
+# Fails when a scenario costs more than 10 % over its committed baseline (bench/README.md,
+# "The CI guard"); about 2 minutes.
+bash bench/instructions.sh --bin-dir target/debug --requests 30 --token-delay-ms 3 --warmup 10 \
+  --baseline bench/instructions-baseline.txt
 
 echo "== Python end-to-end tests (openai SDK) =="
 GATEWAY_BIN="$PWD/target/debug/responses-gateway" UPSTREAM_BIN="$PWD/target/debug/scripted-upstream" \

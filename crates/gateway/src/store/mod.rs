@@ -234,6 +234,11 @@ pub trait Store: Send + Sync + Debug {
     fn list_items<'a>(&'a self, project: &'a str, id: &'a str, q: &'a ListQuery) -> BoxFuture<'a, Result<Option<Page>, StoreError>>;
     /// One item of a conversation (its JSON item resource).
     fn item<'a>(&'a self, project: &'a str, id: &'a str, item_id: &'a str) -> BoxFuture<'a, Result<Lookup<Value>, StoreError>>;
+    /// The item with id `item_id` among this project's stored items: a conversation's items,
+    /// then a stored response's output and input items (what an `item_reference` input item
+    /// names, contract §4). `None` when no item of this project has that id. Stored
+    /// responses are searched by a scan of their JSON (no index by item id).
+    fn stored_item<'a>(&'a self, project: &'a str, item_id: &'a str) -> BoxFuture<'a, Result<Option<Value>, StoreError>>;
     /// Deletes one item; returns the conversation.
     fn delete_item<'a>(&'a self, project: &'a str, id: &'a str, item_id: &'a str) -> BoxFuture<'a, Result<Lookup<Conversation>, StoreError>>;
 

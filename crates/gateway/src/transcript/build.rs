@@ -62,7 +62,8 @@ fn opened_thought(r: &serde_json::Value, sealer: Option<&Sealer>) -> Option<Thou
 /// Builds the transcript. Errors (400): nothing for the model (no entry, no instructions),
 /// a tool output whose `call_id` matches no earlier
 /// call or repeats one, a call with no output (`No tool output found for function call …`),
-/// an unsupported `input_file`, an `item_reference` (needs a stored response). A replayed
+/// an unsupported `input_file`, an `item_reference` left unresolved (`turn::prepare` replaces
+/// the ones it finds stored). A replayed
 /// call of a server tool ([`ToolReplay::is_server_tool`]) without its output — an older SDK drops
 /// `custom_tool_call_output` — is dropped instead, and one replayed as `incomplete` is left
 /// out. Consecutive assistant messages join into one (chat templates want turns to
@@ -163,7 +164,7 @@ pub fn build(
             InputItem::ItemReference { id } => {
                 return Err(ApiError::invalid(
                     param,
-                    format!("Item with id '{id}' not found: item references need a stored response."),
+                    format!("Item with id '{id}' not found."),
                 ))
             }
             // A gateway tool's item (`web_search_call`, `file_search_call`, an `mcp_call`,

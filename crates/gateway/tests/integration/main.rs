@@ -31,6 +31,7 @@ mod observer;
 mod otel;
 mod hybrid_search;
 mod input_checks;
+mod item_references;
 mod request_ids;
 mod responses;
 mod responses_upstream;

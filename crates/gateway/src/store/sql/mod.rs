@@ -374,6 +374,10 @@ impl Store for SqlStore {
         Box::pin(self.item_of(project, id, item_id))
     }
 
+    fn stored_item<'a>(&'a self, project: &'a str, item_id: &'a str) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
+        Box::pin(self.stored_item_of(project, item_id))
+    }
+
     fn delete_item<'a>(&'a self, project: &'a str, id: &'a str, item_id: &'a str) -> BoxFuture<'a, Result<Lookup<Conversation>, StoreError>> {
         Box::pin(self.delete_item_row(project, id, item_id))
     }

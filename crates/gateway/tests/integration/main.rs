@@ -14,6 +14,7 @@ mod auth;
 mod background_queue;
 mod cli;
 mod client_calls;
+mod compaction;
 mod disconnect;
 mod edge;
 mod embeddings;

@@ -4,6 +4,7 @@
 //! message); a changed or foreign blob is a 400 naming the item. On both upstream APIs.
 
 use responses_gateway::config::UpstreamApiKind;
+use responses_gateway::transcript::compaction::SUMMARY_INTRO;
 use responses_gateway::turn::compact::PROMPT;
 use scripted_upstream::Script;
 use serde_json::{json, Value};
@@ -34,9 +35,9 @@ fn history() -> Value {
     ])
 }
 
-/// compact answers the user's messages and a sealed compaction item; the summary call is
-/// the window and the gateway's prompt.
-async fn compact_window(api: UpstreamApiKind) {
+/// compact, then a create with its output and a new message: the upstream sees the summary
+/// and the new message only.
+async fn compact_then_continue(api: UpstreamApiKind) {
     let h = on(api).await;
     h.upstream.push(Script::text(&["User lives in Lyon", " and likes green tea."]).usage(40, 9));
     let (s, c) = h.post_to("/v1/responses/compact", json!({"model":"m","instructions":"Be brief.","input":history()})).await;
@@ -61,16 +62,78 @@ async fn compact_window(api: UpstreamApiKind) {
     assert!(sent.iter().any(|t| t == "Noted: Lyon."), "{req}");
     assert!(req.get("tools").is_none_or(|t| t.as_array().is_some_and(Vec::is_empty)), "{req}");
 
+    let mut input = c["output"].as_array().unwrap().clone();
+    input.push(json!({"role":"user","content":"Where do I live?"}));
+    h.upstream.push(Script::text(&["In Lyon."]));
+    let (s, r) = h.post(json!({"model":"m","input":input})).await;
+    assert_eq!(s, 200, "{r}");
+    let req = &h.upstream.requests()[1].body;
+    let sent = texts(req);
+    assert_eq!(sent.len(), 2, "{req}");
+    assert_eq!(sent[0], format!("{SUMMARY_INTRO}\n\nUser lives in Lyon and likes green tea."));
+    assert_eq!(sent[1], "Where do I live?");
+    // The stored response keeps the compaction item among its input items.
+    let (s, items) = h.get(&format!("/v1/responses/{}/input_items?order=asc", r["id"].as_str().unwrap())).await;
+    assert_eq!(s, 200, "{items}");
+    assert!(items["data"].as_array().unwrap().iter().any(|i| i["type"] == "compaction" && i["encrypted_content"] == blob), "{items}");
 }
 
 #[tokio::test]
 async fn compact_then_continue_on_chat() {
-    compact_window(UpstreamApiKind::Chat).await;
+    compact_then_continue(UpstreamApiKind::Chat).await;
 }
 
 #[tokio::test]
 async fn compact_then_continue_on_responses() {
-    compact_window(UpstreamApiKind::Responses).await;
+    compact_then_continue(UpstreamApiKind::Responses).await;
+}
+
+/// A three-turn `previous_response_id` chain compacted in the middle: turn 2 continues turn
+/// 1 with a compaction item of turn 1's window, turn 3 continues turn 2: the model sees the
+/// summary, turn 2 and turn 3, never turn 1's messages.
+#[tokio::test]
+async fn chain_compacted_in_the_middle() {
+    let h = on(UpstreamApiKind::Chat).await;
+    h.upstream.push(Script::text(&["Noted: Lyon."]));
+    let (s, r1) = h.post(json!({"model":"m","input":"I live in Lyon."})).await;
+    assert_eq!(s, 200, "{r1}");
+    h.upstream.push(Script::text(&["Lives in Lyon."]));
+    let (s, c) = h.post_to("/v1/responses/compact", json!({"model":"m","previous_response_id":r1["id"]})).await;
+    assert_eq!(s, 200, "{c}");
+    let sent = texts(&h.upstream.requests()[1].body);
+    assert_eq!(sent, ["I live in Lyon.", "Noted: Lyon.", PROMPT], "the chain is the window");
+    let compaction = c["output"].as_array().unwrap().last().unwrap().clone();
+    h.upstream.push(Script::text(&["Tea it is."]));
+    let (s, r2) = h.post(json!({"model":"m","previous_response_id":r1["id"],"input":[compaction,{"role":"user","content":"I like tea."}]})).await;
+    assert_eq!(s, 200, "{r2}");
+    h.upstream.push(Script::text(&["Lyon."]));
+    let (s, r3) = h.post(json!({"model":"m","previous_response_id":r2["id"],"input":"Where do I live?"})).await;
+    assert_eq!(s, 200, "{r3}");
+    let reqs = h.upstream.requests();
+    let summary = format!("{SUMMARY_INTRO}\n\nLives in Lyon.");
+    assert_eq!(texts(&reqs[2].body), [summary.as_str(), "I like tea."]);
+    assert_eq!(texts(&reqs[3].body), [summary.as_str(), "I like tea.", "Tea it is.", "Where do I live?"]);
+}
+
+/// A changed blob, another server's, or one with no `encrypted_content` is a 400 naming the
+/// item; nothing goes upstream.
+#[tokio::test]
+async fn tampered_or_foreign_blob_is_400() {
+    let h = on(UpstreamApiKind::Chat).await;
+    h.upstream.push(Script::text(&["Summary."]));
+    let (s, c) = h.post_to("/v1/responses/compact", json!({"model":"m","input":"hello"})).await;
+    assert_eq!(s, 200, "{c}");
+    let blob = c["output"][1]["encrypted_content"].as_str().unwrap().to_string();
+    let mut changed: Vec<char> = blob.chars().collect();
+    let mid = changed.len() / 2;
+    changed[mid] = if changed[mid] == 'A' { 'B' } else { 'A' };
+    let changed: String = changed.into_iter().collect();
+    for bad in [json!({"type":"compaction","encrypted_content":changed}), json!({"type":"compaction","encrypted_content":"gAAAAABforeign"}), json!({"type":"compaction"})] {
+        let (s, body) = h.post(json!({"model":"m","input":[{"role":"user","content":"hi"},bad,{"role":"user","content":"next"}]})).await;
+        assert_eq!(s, 400, "{body}");
+        assert_eq!(error_of(&body)["param"], "input[1]", "{body}");
+    }
+    assert_eq!(h.upstream.requests().len(), 1);
 }
 
 /// `model` is required; a window is required; the summary call's failure is a 502 that says so.
@@ -94,4 +157,33 @@ async fn compact_errors() {
     h.upstream.push(Script::text(&["  "]));
     let (s, body) = h.post_to("/v1/responses/compact", json!({"model":"m","input":"hello"})).await;
     assert_eq!(s, 502, "{body}");
+}
+
+/// A conversation compacted: its items are the window, the compaction item is added with a
+/// turn's input; that turn and the next see the summary, never the items before it, and
+/// the conversation's items list back with the compaction item in place.
+#[tokio::test]
+async fn conversation_compacted() {
+    let h = on(UpstreamApiKind::Chat).await;
+    let (s, conv) = h.post_to("/v1/conversations", json!({"items":history()})).await;
+    assert_eq!(s, 200, "{conv}");
+    let conv_id = conv["id"].as_str().unwrap().to_string();
+    h.upstream.push(Script::text(&["Lyon; green tea."]));
+    let (s, c) = h.post_to("/v1/responses/compact", json!({"model":"m","input":history()})).await;
+    assert_eq!(s, 200, "{c}");
+    let compaction = c["output"].as_array().unwrap().last().unwrap().clone();
+    h.upstream.push(Script::text(&["Sure."]));
+    let (s, r) = h.post(json!({"model":"m","conversation":conv_id,"input":[compaction,{"role":"user","content":"Tea?"}]})).await;
+    assert_eq!(s, 200, "{r}");
+    h.upstream.push(Script::text(&["Lyon."]));
+    let (s, r) = h.post(json!({"model":"m","conversation":conv_id,"input":"Where?"})).await;
+    assert_eq!(s, 200, "{r}");
+    let reqs = h.upstream.requests();
+    let summary = format!("{SUMMARY_INTRO}\n\nLyon; green tea.");
+    assert_eq!(texts(&reqs[1].body), [summary.as_str(), "Tea?"]);
+    assert_eq!(texts(&reqs[2].body), [summary.as_str(), "Tea?", "Sure.", "Where?"]);
+    let (s, items) = h.get(&format!("/v1/conversations/{conv_id}/items?order=asc")).await;
+    assert_eq!(s, 200, "{items}");
+    let types: Vec<&str> = items["data"].as_array().unwrap().iter().map(|i| i["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["message", "message", "message", "compaction", "message", "message", "message", "message"], "{items}");
 }

@@ -187,3 +187,72 @@ async fn conversation_compacted() {
     let types: Vec<&str> = items["data"].as_array().unwrap().iter().map(|i| i["type"].as_str().unwrap()).collect();
     assert_eq!(types, ["message", "message", "message", "compaction", "message", "message", "message", "message"], "{items}");
 }
+
+fn lookup_tool() -> Value {
+    json!({"type":"custom","name":"lookup"})
+}
+
+async fn with_lookup(api: UpstreamApiKind) -> Harness {
+    let tool = crate::common::TestTool::new("lookup", 0, false);
+    Harness::start_full(move |c| c.upstream.api = api, move |r| r.register(tool)).await
+}
+
+/// Three rounds whose usage passes the threshold: the gateway compacts once, before the
+/// second round, emits the compaction item, goes on with the summary and the user's
+/// message, does not compact again before the third, and completes; the turn's usage
+/// counts the summary call. A continuation starts from the compacted transcript.
+async fn context_management_compacts_once(api: UpstreamApiKind) {
+    let h = with_lookup(api).await;
+    h.upstream.push(Script::default().with_tool(scripted_upstream::ToolCallScript::new("lookup", r#"{"input":"a"}"#)).usage(1200, 10));
+    h.upstream.push(Script::text(&["Looked up a."]).usage(1300, 20));
+    h.upstream.push(Script::default().with_tool(scripted_upstream::ToolCallScript::new("lookup", r#"{"input":"b"}"#)).usage(1500, 10));
+    h.upstream.push(Script::text(&["Both done."]).usage(1600, 5));
+    let body = json!({"model":"m","input":"look up a then b","tools":[lookup_tool()],"context_management":[{"type":"compaction","compact_threshold":1000}]});
+    let s = h.stream(body).await;
+    assert_eq!(s.terminal_type(), "response.completed");
+    let done = &s.of_type("response.completed")[0]["response"];
+    // (The progress commentary messages exist only in streams.)
+    let types: Vec<&str> = done["output"].as_array().unwrap().iter().filter(|i| i["phase"] != "commentary").map(|i| i["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["custom_tool_call", "custom_tool_call_output", "compaction", "custom_tool_call", "custom_tool_call_output", "message"], "{done}");
+    assert_eq!(s.of_type("response.output_item.added").iter().filter(|e| e["item"]["type"] == "compaction").count(), 1);
+    assert_eq!(done["usage"]["input_tokens"], 1200 + 1300 + 1500 + 1600);
+    let reqs = h.upstream.requests();
+    assert_eq!(reqs.len(), 4);
+    assert_eq!(texts(&reqs[1].body).last().unwrap(), PROMPT);
+    assert_eq!(texts(&reqs[2].body), [format!("{SUMMARY_INTRO}\n\nLooked up a."), "look up a then b".to_string()]);
+    assert!(!texts(&reqs[3].body).iter().any(|t| t == PROMPT), "compacted once");
+
+    h.upstream.push(Script::text(&["ok"]));
+    let (st, r2) = h.post(json!({"model":"m","previous_response_id":done["id"],"input":"thanks","tools":[lookup_tool()]})).await;
+    assert_eq!(st, 200, "{r2}");
+    let sent = texts(&h.upstream.requests()[4].body);
+    assert_eq!(sent[0], format!("{SUMMARY_INTRO}\n\nLooked up a."), "{sent:?}");
+    assert_eq!(sent.last().unwrap(), "thanks");
+}
+
+#[tokio::test]
+async fn context_management_compacts_once_on_chat() {
+    context_management_compacts_once(UpstreamApiKind::Chat).await;
+}
+
+#[tokio::test]
+async fn context_management_compacts_once_on_responses() {
+    context_management_compacts_once(UpstreamApiKind::Responses).await;
+}
+
+/// Below the threshold nothing is compacted; a threshold under 1000 or another type is a 400.
+#[tokio::test]
+async fn context_management_checks() {
+    let h = on(UpstreamApiKind::Chat).await;
+    h.upstream.push(Script::text(&["hi"]).usage(50, 2));
+    let (s, r) = h.post(json!({"model":"m","input":"hello","context_management":[{"type":"compaction","compact_threshold":1000}]})).await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(r["output"].as_array().unwrap().len(), 1);
+    assert_eq!(h.upstream.requests().len(), 1);
+    let (s, body) = h.post(json!({"model":"m","input":"hello","context_management":[{"type":"compaction","compact_threshold":999}]})).await;
+    assert_eq!(s, 400, "{body}");
+    assert_eq!(error_of(&body)["param"], "context_management[0].compact_threshold");
+    let (s, body) = h.post(json!({"model":"m","input":"hello","context_management":[{"type":"other"}]})).await;
+    assert_eq!(s, 400, "{body}");
+    assert_eq!(error_of(&body)["param"], "context_management[0].type");
+}

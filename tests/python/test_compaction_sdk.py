@@ -102,3 +102,29 @@ def test_item_reference_to_a_stored_message(client: openai.OpenAI, upstream: har
         client.responses.create(model=MODEL, input=[{"type": "item_reference", "id": "msg_unknown"}])
     assert e.value.body["param"] == "input[0]"
     assert e.value.body["message"] == "Item with id 'msg_unknown' not found."
+
+
+@pytest.mark.usefixtures("searx")
+def test_context_management_compacts_inside_a_streamed_turn(client: openai.OpenAI, upstream: harness.Upstream):
+    upstream.push(
+        {"tool_calls": [{"name": "web_search", "arguments": '{"query": "lyon weather"}'}], "usage": {"prompt_tokens": 1500, "completion_tokens": 10}},
+        {"text": ["Searched Lyon weather."], "usage": USAGE_SCRIPT},
+        {"text": ["Sunny in Lyon."], "usage": USAGE_SCRIPT},
+    )
+    with client.responses.stream(
+        model=MODEL,
+        input="Weather in Lyon?",
+        tools=[{"type": "web_search"}],
+        extra_body={"context_management": [{"type": "compaction", "compact_threshold": 1000}]},
+    ) as stream:
+        events = list(stream)
+        final = stream.get_final_response()
+    assert final.status == "completed"
+    kinds = [i.type for i in final.output if not (i.type == "message" and getattr(i, "phase", None) == "commentary")]
+    assert kinds == ["web_search_call", "compaction", "message"], kinds
+    assert sum(1 for e in events if e.type == "response.output_item.added" and e.item.type == "compaction") == 1
+    assert final.output_text.endswith("Sunny in Lyon.")
+    bodies = upstream.chat_bodies()
+    assert len(bodies) == 3
+    last = texts(bodies[2])
+    assert last[0].startswith(SUMMARY_INTRO) and last[1] == "Weather in Lyon?", last

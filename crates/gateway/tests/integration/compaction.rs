@@ -256,3 +256,33 @@ async fn context_management_checks() {
     assert_eq!(s, 400, "{body}");
     assert_eq!(error_of(&body)["param"], "context_management[0].type");
 }
+
+/// On a WebSocket connection, a compaction item continues a response the connection kept
+/// (`store: false`): that turn and the next see the summary, not the kept turn.
+#[tokio::test]
+async fn compaction_item_over_the_websocket_cache() {
+    use crate::websocket::{connect, receive, send};
+    let h = on(UpstreamApiKind::Chat).await;
+    let mut ws = connect(&h).await;
+    h.upstream.push(Script::text(&["Noted: Lyon."]));
+    send(&mut ws, json!({"type":"response.create","model":"m","store":false,"input":"I live in Lyon."})).await;
+    let r1 = receive(&mut ws).await;
+    assert_eq!(r1.checked().terminal_type(), "response.completed");
+    let r1_id = r1.events.last().unwrap()["response"]["id"].as_str().unwrap().to_string();
+    h.upstream.push(Script::text(&["Lives in Lyon."]));
+    let (s, c) = h.post_to("/v1/responses/compact", json!({"model":"m","input":[{"role":"user","content":"I live in Lyon."},{"role":"assistant","content":"Noted: Lyon."}]})).await;
+    assert_eq!(s, 200, "{c}");
+    let compaction = c["output"].as_array().unwrap().last().unwrap().clone();
+    h.upstream.push(Script::text(&["Sure."]));
+    send(&mut ws, json!({"type":"response.create","model":"m","store":false,"previous_response_id":r1_id,"input":[compaction,{"role":"user","content":"Tea?"}]})).await;
+    let r2 = receive(&mut ws).await;
+    assert_eq!(r2.checked().terminal_type(), "response.completed", "{:?}", r2.events.last());
+    let r2_id = r2.events.last().unwrap()["response"]["id"].as_str().unwrap().to_string();
+    h.upstream.push(Script::text(&["Lyon."]));
+    send(&mut ws, json!({"type":"response.create","model":"m","store":false,"previous_response_id":r2_id,"input":"Where?"})).await;
+    assert_eq!(receive(&mut ws).await.checked().terminal_type(), "response.completed");
+    let reqs = h.upstream.requests();
+    let summary = format!("{SUMMARY_INTRO}\n\nLives in Lyon.");
+    assert_eq!(texts(&reqs[2].body), [summary.as_str(), "Tea?"]);
+    assert_eq!(texts(&reqs[3].body), [summary.as_str(), "Tea?", "Sure.", "Where?"]);
+}

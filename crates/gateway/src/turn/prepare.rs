@@ -263,14 +263,24 @@ pub async fn prepare(mut req: CreateResponse, body: &[u8], ctx: &Context<'_>) ->
 /// Replaces each `item_reference` input item with the stored item of that id in this
 /// project (contract §4; [`Store::stored_item`]). An unknown id, another project's, or a
 /// stored item that no longer parses is a 400 naming `input[i]` ("Item with id '…' not
-/// found."); a reference to a reference is never followed.
+/// found."); a reference to a reference is never followed. With `previous_response_id`, a
+/// reference to an item of a response in that stored chain is dropped: the model sees that
+/// item already (it is kept in place as an item nothing replays, so later items keep their
+/// indexes in error messages).
 async fn resolve_references(req: &mut CreateResponse, ctx: &Context<'_>) -> Result<(), GatewayError> {
+    let previous = req.previous_response_id.clone();
     let Some(Input::Items(items)) = &mut req.input else { return Ok(()) };
     for (i, item) in items.iter_mut().enumerate() {
         let InputItem::ItemReference { id } = item else { continue };
         let not_found = || GatewayError::bad_request(Some(format!("input[{i}]")), format!("Item with id '{id}' not found.")).with_code("invalid_value");
         let Some(found) = Box::pin(ctx.store.stored_item(ctx.project, id)).await? else { return Err(not_found()) };
-        match InputItem::from_value(found) {
+        if let (Some(last), Some(holder)) = (&previous, &found.response_id) {
+            if Box::pin(ctx.store.in_chain(ctx.project, last, holder)).await? {
+                *item = InputItem::Other { kind: "item_reference".to_string(), raw: serde_json::json!({"type": "item_reference", "id": id}) };
+                continue;
+            }
+        }
+        match InputItem::from_value(found.item) {
             Ok(InputItem::ItemReference { .. }) | Err(_) => return Err(not_found()),
             Ok(resolved) => *item = resolved,
         }

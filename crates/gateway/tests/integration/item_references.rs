@@ -79,4 +79,36 @@ async fn reference_to_a_conversation_item(db: Arc<TestDb>) {
     assert_eq!(m[1]["content"], "which colour?");
 }
 
-on_both_backends!(references_to_a_message_and_a_function_call, unknown_reference_is_400_naming_the_item, reference_to_a_conversation_item);
+/// With `previous_response_id`, a reference to an item of the chain is not sent twice; one
+/// to an item of another stored response is.
+async fn reference_with_previous_response_id(db: Arc<TestDb>) {
+    let h = Harness::start_on(db, |_| {}, |_| {}).await;
+    h.upstream.push(Script::text(&["Other turn."]));
+    let (s, other) = h.post(json!({"model":"m","input":"unrelated"})).await;
+    assert_eq!(s, 200, "{other}");
+    h.upstream.push(Script::text(&["Noted: Lyon."]));
+    let (s, r1) = h.post(json!({"model":"m","input":"I live in Lyon."})).await;
+    assert_eq!(s, 200, "{r1}");
+    h.upstream.push(Script::text(&["Sure."]));
+    let (s, r2) = h.post(json!({"model":"m","previous_response_id":r1["id"],"input":"Tea?"})).await;
+    assert_eq!(s, 200, "{r2}");
+    h.upstream.push(Script::text(&["Lyon."]));
+    let (s, r3) = h
+        .post(json!({"model":"m","previous_response_id":r2["id"],"input":[
+            {"type":"item_reference","id":r1["output"][0]["id"]},
+            {"type":"item_reference","id":other["output"][0]["id"]},
+            {"role":"user","content":"Where?"}]}))
+        .await;
+    assert_eq!(s, 200, "{r3}");
+    let m = &h.upstream.requests()[3].body["messages"];
+    let texts: Vec<&str> = m.as_array().unwrap().iter().map(|x| x["content"].as_str().unwrap()).collect();
+    // (Consecutive assistant messages join into one.)
+    assert_eq!(texts, ["I live in Lyon.", "Noted: Lyon.", "Tea?", "Sure.\n\nOther turn.", "Where?"], "{m}");
+}
+
+on_both_backends!(
+    references_to_a_message_and_a_function_call,
+    unknown_reference_is_400_naming_the_item,
+    reference_to_a_conversation_item,
+    reference_with_previous_response_id,
+);

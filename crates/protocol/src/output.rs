@@ -146,6 +146,12 @@ pub enum OutputItem {
         status: ItemStatus,
         tools: Vec<Value>,
     },
+    /// `compaction` (`cmp_…`; contract 2026 §W2.3, SDK `ResponseCompactionItem`): the
+    /// summary of everything before it, sealed (opaque); no `status`.
+    Compaction {
+        id: String,
+        encrypted_content: String,
+    },
     /// `reasoning` (`rs_…`): the model's raw reasoning as `reasoning_text` parts in
     /// `content` (an upstream's `reasoning_content`); `summary` stays empty: a chat upstream
     /// writes no summaries (contract §5, §8.4 h).
@@ -197,6 +203,7 @@ impl OutputItem {
             | OutputItem::McpApprovalRequest { id, .. }
             | OutputItem::ToolSearchCall { id, .. }
             | OutputItem::ToolSearchOutput { id, .. }
+            | OutputItem::Compaction { id, .. }
             | OutputItem::Reasoning { id, .. } => id,
         }
     }

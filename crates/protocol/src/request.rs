@@ -92,9 +92,11 @@ pub struct CreateResponse {
     #[schema(minimum = -2.0, maximum = 2.0)]
     #[serde(default)]
     pub presence_penalty: Option<f64>,
-    /// Newer fields accepted and ignored (contract §1.3).
+    /// `[{type: "compaction", compact_threshold?: int ≥ 1000}]` (contract 2026 §W2.4):
+    /// automatic compaction inside the turn; checked by the gateway (`turn::auto_compact`).
     #[serde(default)]
     pub context_management: Option<Value>,
+    /// Newer fields accepted and ignored (contract §1.3).
     #[serde(default)]
     pub moderation: Option<Value>,
     #[serde(default)]

@@ -177,7 +177,7 @@ fn item_events(output_index: usize, item: &OutputItem, out: &mut Vec<EventKind>)
         }
         // Tool outputs and approval requests are added already done, as the live stream adds
         // them (an approval request has no sub-events).
-        OutputItem::CustomToolCallOutput { .. } | OutputItem::FunctionCallOutput { .. } | OutputItem::McpApprovalRequest { .. } => false,
+        OutputItem::CustomToolCallOutput { .. } | OutputItem::FunctionCallOutput { .. } | OutputItem::McpApprovalRequest { .. } | OutputItem::Compaction { .. } => false,
     };
     if !added {
         out.push(EventKind::OutputItemAdded { output_index, item: item.clone() });

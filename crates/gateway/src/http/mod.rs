@@ -78,6 +78,7 @@ pub fn router(state: Arc<AppState>, server: &crate::config::ServerConfig) -> Rou
     let app = Router::new()
         // POST creates; a GET with `Upgrade: websocket` opens WebSocket mode.
         .route("/v1/responses", post(responses::create).get(websocket::upgrade))
+        .route("/v1/responses/compact", post(responses::compact))
         .route("/v1/responses/{id}", get(stored::get).delete(stored::delete))
         .route("/v1/responses/{id}/input_items", get(stored::input_items))
         .route("/v1/responses/{id}/cancel", post(stored::cancel))

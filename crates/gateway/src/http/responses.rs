@@ -68,6 +68,27 @@ pub async fn create(
     }
 }
 
+/// `POST /v1/responses/compact` (contract 2026 §W2): a thin adapter over
+/// [`App::compact`](crate::service::App::compact); answers its `response.compaction`
+/// object, or its error in the OpenAI shape.
+pub async fn compact(
+    State(state): State<Arc<AppState>>,
+    tenant: Tenant,
+    key: Option<Extension<KeyId>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let body = match body {
+        Ok(b) => b,
+        Err(rejection) => return body_rejected(&rejection),
+    };
+    let caller = Caller { project: tenant.as_str(), key: key.map_or(KeyId::ANONYMOUS, |Extension(k)| k), rate_counted: true };
+    match state.compact(caller, &body).await {
+        Ok(compacted) => axum::Json(compacted).into_response(),
+        Err(Refusal::Limited(refused)) => super::limits::too_many(&refused),
+        Err(Refusal::Invalid(e)) => e.into_response(),
+    }
+}
+
 /// A body that could not be read (too large, broken chunked encoding, stopped arriving) in
 /// the OpenAI shape.
 pub fn body_rejected(rejection: &BytesRejection) -> Response {

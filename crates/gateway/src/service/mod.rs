@@ -6,6 +6,7 @@
 //! [`App`] is the composition root.
 
 pub mod app;
+pub mod compact;
 pub mod kept;
 
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -189,6 +189,15 @@ pub enum RunCancel {
 /// `project` is the tenant of the request's API key ([`DEFAULT_PROJECT`] without keys): a
 /// row of another project reads, updates and deletes exactly as an unknown id (issue 20
 /// "Tenants").
+/// An item found by id ([`Store::stored_item`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FoundItem {
+    /// The item resource's JSON.
+    pub item: Value,
+    /// The stored response whose input or output holds it; `None` for a conversation's item.
+    pub response_id: Option<String>,
+}
+
 pub trait Store: Send + Sync + Debug {
     /// `sqlite` or `postgres`.
     fn backend(&self) -> BackendKind;
@@ -234,6 +243,14 @@ pub trait Store: Send + Sync + Debug {
     fn list_items<'a>(&'a self, project: &'a str, id: &'a str, q: &'a ListQuery) -> BoxFuture<'a, Result<Option<Page>, StoreError>>;
     /// One item of a conversation (its JSON item resource).
     fn item<'a>(&'a self, project: &'a str, id: &'a str, item_id: &'a str) -> BoxFuture<'a, Result<Lookup<Value>, StoreError>>;
+    /// The item with id `item_id` among this project's stored items: a conversation's items,
+    /// then a stored response's output and input items (what an `item_reference` input item
+    /// names, contract §4). `None` when no item of this project has that id. Stored
+    /// responses are searched by a scan of their JSON (no index by item id).
+    fn stored_item<'a>(&'a self, project: &'a str, item_id: &'a str) -> BoxFuture<'a, Result<Option<FoundItem>, StoreError>>;
+    /// True when the stored response `id` is `last` or one of the responses `last`
+    /// continues from (its `previous_response_id` chain, at most 10 000 deep).
+    fn in_chain<'a>(&'a self, project: &'a str, last: &'a str, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
     /// Deletes one item; returns the conversation.
     fn delete_item<'a>(&'a self, project: &'a str, id: &'a str, item_id: &'a str) -> BoxFuture<'a, Result<Lookup<Conversation>, StoreError>>;
 

@@ -56,9 +56,11 @@ enum Op {
     RunRequest,
     RequeueRun,
     AnswerApprovals,
+    StoredItem,
+    InChain,
 }
 
-const OPS: [&str; 34] = [
+const OPS: [&str; 36] = [
     "ping",
     "transcript",
     "response",
@@ -93,6 +95,8 @@ const OPS: [&str; 34] = [
     "run_request",
     "requeue_run",
     "answer_approvals",
+    "stored_item",
+    "in_chain",
 ];
 
 /// A [`Store`] that records how long each operation of `inner` takes.
@@ -179,6 +183,12 @@ impl Store for TimedStore {
     }
     fn item<'a>(&'a self, project: &'a str, id: &'a str, item_id: &'a str) -> BoxFuture<'a, Result<Lookup<Value>, StoreError>> {
         self.time(Op::Item, self.inner.item(project, id, item_id))
+    }
+    fn stored_item<'a>(&'a self, project: &'a str, item_id: &'a str) -> BoxFuture<'a, Result<Option<crate::store::FoundItem>, StoreError>> {
+        self.time(Op::StoredItem, self.inner.stored_item(project, item_id))
+    }
+    fn in_chain<'a>(&'a self, project: &'a str, last: &'a str, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        self.time(Op::InChain, self.inner.in_chain(project, last, id))
     }
     fn delete_item<'a>(&'a self, project: &'a str, id: &'a str, item_id: &'a str) -> BoxFuture<'a, Result<Lookup<Conversation>, StoreError>> {
         self.time(Op::DeleteItem, self.inner.delete_item(project, id, item_id))

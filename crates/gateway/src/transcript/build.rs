@@ -11,7 +11,7 @@ use protocol::ApiError;
 use super::content::{message, tool_output_content};
 use super::call_log::{empty_call_id, new_call, CallLog};
 use super::recorded::{record, Recorded};
-use super::{Entry, Replayed, Thought, Transcript, UserPart};
+use super::{compaction, Entry, Replayed, Thought, Transcript, UserPart};
 use crate::seal::{Purpose, Sealer};
 use crate::events::file_citations::FileSource;
 
@@ -62,7 +62,8 @@ fn opened_thought(r: &serde_json::Value, sealer: Option<&Sealer>) -> Option<Thou
 /// Builds the transcript. Errors (400): nothing for the model (no entry, no instructions),
 /// a tool output whose `call_id` matches no earlier
 /// call or repeats one, a call with no output (`No tool output found for function call …`),
-/// an unsupported `input_file`, an `item_reference` (needs a stored response). A replayed
+/// an unsupported `input_file`, an `item_reference` left unresolved (`turn::prepare` replaces
+/// the ones it finds stored). A replayed
 /// call of a server tool ([`ToolReplay::is_server_tool`]) without its output — an older SDK drops
 /// `custom_tool_call_output` — is dropped instead, and one replayed as `incomplete` is left
 /// out. Consecutive assistant messages join into one (chat templates want turns to
@@ -84,7 +85,7 @@ pub fn build(
     t.instructions = instructions.filter(|s| !s.is_empty()).map(str::to_string);
     let mut system = std::mem::take(&mut t.system_messages);
     let mut calls = CallLog::new(t.calls());
-    let stored_calls = calls.ids.len();
+    let mut stored_calls = calls.ids.len();
     // Images returned by tool outputs: chat tool messages hold text only, so they follow the
     // run of tool messages as one user message.
     let mut tool_images: Vec<UserPart> = Vec::new();
@@ -160,10 +161,32 @@ pub fn build(
                     t.entries.push(Entry::Upstream(item));
                 }
             }
+            // A compaction item stands for everything before it (the stored transcript
+            // included): that is replaced by its summary, which only a blob this gateway
+            // sealed can give (else 400: no unauthenticated text reaches the model).
+            InputItem::Other { kind, raw } if kind == "compaction" => {
+                let blob = raw.get("encrypted_content").and_then(serde_json::Value::as_str);
+                let Some(summary) = blob.zip(sealer).and_then(|(b, s)| compaction::open_summary(s, b).ok()) else {
+                    return Err(ApiError::invalid(
+                        param.clone(),
+                        format!("Invalid '{param}': its encrypted_content is not a compaction item of this gateway, or it was changed."),
+                    )
+                    .with_code("invalid_encrypted_content"));
+                };
+                t.entries.clear();
+                t.entries.push(compaction::summary_entry(&summary));
+                calls = CallLog::new(Vec::new());
+                stored_calls = 0;
+                server_calls.clear();
+                tool_images.clear();
+                thought = None;
+                after_output = false;
+                after_commentary = false;
+            }
             InputItem::ItemReference { id } => {
                 return Err(ApiError::invalid(
                     param,
-                    format!("Item with id '{id}' not found: item references need a stored response."),
+                    format!("Item with id '{id}' not found."),
                 ))
             }
             // A gateway tool's item (`web_search_call`, `file_search_call`, an `mcp_call`,

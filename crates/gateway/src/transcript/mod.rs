@@ -3,6 +3,7 @@
 
 mod build;
 mod call_log;
+pub mod compaction;
 mod content;
 pub mod custom;
 mod order;

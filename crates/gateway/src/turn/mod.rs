@@ -2,6 +2,8 @@
 //! transcript), then `run` (the bounded loop over upstream rounds). DESIGN.md "Pipeline".
 
 pub mod approved;
+pub mod auto_compact;
+pub mod compact;
 pub mod continuation;
 pub mod driver;
 pub mod execute;

@@ -217,6 +217,12 @@ pub async fn prepare(mut req: CreateResponse, body: &[u8], ctx: &Context<'_>) ->
             Err(e) => tracing::warn!(error = %e, "stored private tool results could not be read"),
         }
     }
+    if let Err(e) = Box::pin(resolve_references(&mut req, ctx)).await {
+        if let Some(t) = &turn {
+            Box::pin(t.lease.release()).await;
+        }
+        return Err(e);
+    }
     let previous_response_id = from.previous_response_id.clone();
     let result = match validate(req, ctx.models, ctx.reject_unknown, ctx.registry, ctx.caps, from, ctx.sealer) {
         Ok(mut p) => Box::pin(p.tools.resolve(&ResolveCtx { registry: ctx.registry, project: ctx.project })).await.map(|()| p),
@@ -252,6 +258,34 @@ pub async fn prepare(mut req: CreateResponse, body: &[u8], ctx: &Context<'_>) ->
         });
     }
     Ok(prepared)
+}
+
+/// Replaces each `item_reference` input item with the stored item of that id in this
+/// project (contract §4; [`Store::stored_item`]). An unknown id, another project's, or a
+/// stored item that no longer parses is a 400 naming `input[i]` ("Item with id '…' not
+/// found."); a reference to a reference is never followed. With `previous_response_id`, a
+/// reference to an item of a response in that stored chain is dropped: the model sees that
+/// item already (it is kept in place as an item nothing replays, so later items keep their
+/// indexes in error messages).
+async fn resolve_references(req: &mut CreateResponse, ctx: &Context<'_>) -> Result<(), GatewayError> {
+    let previous = req.previous_response_id.clone();
+    let Some(Input::Items(items)) = &mut req.input else { return Ok(()) };
+    for (i, item) in items.iter_mut().enumerate() {
+        let InputItem::ItemReference { id } = item else { continue };
+        let not_found = || GatewayError::bad_request(Some(format!("input[{i}]")), format!("Item with id '{id}' not found.")).with_code("invalid_value");
+        let Some(found) = Box::pin(ctx.store.stored_item(ctx.project, id)).await? else { return Err(not_found()) };
+        if let (Some(last), Some(holder)) = (&previous, &found.response_id) {
+            if Box::pin(ctx.store.in_chain(ctx.project, last, holder)).await? {
+                *item = InputItem::Other { kind: "item_reference".to_string(), raw: serde_json::json!({"type": "item_reference", "id": id}) };
+                continue;
+            }
+        }
+        match InputItem::from_value(found.item) {
+            Ok(InputItem::ItemReference { .. }) | Err(_) => return Err(not_found()),
+            Ok(resolved) => *item = resolved,
+        }
+    }
+    Ok(())
 }
 
 /// Records this request's answers to approval requests (issue 18 "Approvals"; only checks

@@ -10,6 +10,7 @@ use protocol::request::TextFormat;
 use protocol::response::Usage;
 use protocol::Response;
 
+use crate::turn::auto_compact::AutoCompact;
 use crate::events::emitter::{Emitter, Terminal};
 use crate::events::citations::Source;
 use crate::events::file_citations::FileSources;
@@ -98,7 +99,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
     let info = TurnInfo { response_id: emitter.response().id.clone(), model: turn.upstream_model.clone(), streamed: emitter.has_sink() };
     observer.turn_started(&info);
     let mut first_token = false;
-    let Prepared { upstream_model, mut transcript, mut tools, mut sampling, max_output_tokens, max_tool_calls, include, executors, cancel, cancelled_by_client, client_left, generate, sealer, .. } = turn;
+    let Prepared { upstream_model, mut transcript, mut tools, mut sampling, max_output_tokens, max_tool_calls, include, executors, cancel, cancelled_by_client, client_left, generate, sealer, compact_threshold, .. } = turn;
     let bind_ctx = BindCtx { executors: &executors, include: &include, native: false, tools: None };
     let observed = Observed { observer, info: &info };
     // Chunks shown in earlier turns keep their numbers; this turn's continue after them.
@@ -131,10 +132,15 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
     // Gateway calls made again with the same arguments are not run again (`repeats`).
     let mut repeats = Repeats::default();
     let has_tools = !tools.entries().is_empty();
+    let mut compactor = AutoCompact::new(compact_threshold);
     for round_no in 0..max_rounds {
         // Cancelled between rounds (while gateway calls ran): no further round starts.
         if cancel.is_cancelled() {
             return finish(&done_ctx, emitter, transcript, &mut files, cut_short(&cancelled_by_client, &client_left), usage, None);
+        }
+        // `context_management`: compacted in-line once the transcript passes the threshold.
+        if let Some(spent) = Box::pin(compactor.before_round(upstream, &upstream_model, &mut transcript, sealer.as_deref(), emitter)).await {
+            usage.add(&spent);
         }
         // The last round the budget allows, or after repeated calls: without tools.
         let last = round_no + 1 == max_rounds || repeats.exhausted();
@@ -234,6 +240,7 @@ pub async fn run(turn: Prepared, runner: &Runner, emitter: &mut Emitter) -> Outc
             }
         };
         usage.add(&round_usage);
+        compactor.round_done(&round_usage);
         let error = failure.as_ref().map(UpstreamError::code);
         let latency = round_start.elapsed();
         done_ctx.upstream_time += latency;

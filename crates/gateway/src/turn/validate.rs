@@ -66,6 +66,8 @@ pub struct Prepared {
     /// Seals this gateway's reasoning items' `encrypted_content` (`include` has
     /// `reasoning.encrypted_content`; `None` in tests without a key).
     pub sealer: Option<Arc<Sealer>>,
+    /// `context_management`'s compaction threshold in tokens (`turn::auto_compact`).
+    pub compact_threshold: Option<u64>,
 }
 
 
@@ -175,6 +177,7 @@ pub fn validate(
         },
     };
     check_ranges(&req)?;
+    let compact_threshold = crate::turn::auto_compact::threshold(req.context_management.as_ref()).map_err(GatewayError::from)?;
     let background = req.background == Some(true);
     if background && req.store == Some(false) {
         return Err(bad("background", "Background mode requires store=true: a background response is stored.", "invalid_value"));
@@ -279,6 +282,7 @@ pub fn validate(
         generate: true,
         keep_transcript: false,
         sealer: sealer.cloned(),
+        compact_threshold,
     })
 }
 

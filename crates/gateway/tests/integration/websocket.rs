@@ -19,35 +19,35 @@ use tokio_tungstenite::tungstenite::Message;
 
 use crate::common::{check_stream, Checked, Harness, TestTool};
 
-type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+pub(crate) type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
-async fn connect(h: &Harness) -> Ws {
+pub(crate) async fn connect(h: &Harness) -> Ws {
     let url = format!("{}/v1/responses", h.base.replace("http://", "ws://"));
     let (ws, resp) = tokio_tungstenite::connect_async(url).await.expect("upgrade");
     assert_eq!(resp.status(), 101);
     ws
 }
 
-async fn send(ws: &mut Ws, v: Value) {
+pub(crate) async fn send(ws: &mut Ws, v: Value) {
     ws.send(Message::Text(v.to_string().into())).await.expect("send");
 }
 
 /// What one response (or one refused create) sent, and the pings seen meanwhile.
-struct Received {
-    events: Vec<Value>,
+pub(crate) struct Received {
+    pub(crate) events: Vec<Value>,
     pings: usize,
 }
 
 impl Received {
     /// The stream checker on the events, rendered as SSE frames.
-    fn checked(&self) -> Checked {
+    pub(crate) fn checked(&self) -> Checked {
         let sse: String = self.events.iter().map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap_or(""))).collect();
         check_stream(&sse)
     }
 }
 
 /// Reads until a terminal or `error` event.
-async fn receive(ws: &mut Ws) -> Received {
+pub(crate) async fn receive(ws: &mut Ws) -> Received {
     let mut got = Received { events: Vec::new(), pings: 0 };
     loop {
         let msg = tokio::time::timeout(Duration::from_secs(20), ws.next()).await.expect("a message in time").expect("open").expect("read");

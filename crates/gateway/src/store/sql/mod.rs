@@ -374,6 +374,14 @@ impl Store for SqlStore {
         Box::pin(self.item_of(project, id, item_id))
     }
 
+    fn stored_item<'a>(&'a self, project: &'a str, item_id: &'a str) -> BoxFuture<'a, Result<Option<super::FoundItem>, StoreError>> {
+        Box::pin(self.stored_item_of(project, item_id))
+    }
+
+    fn in_chain<'a>(&'a self, project: &'a str, last: &'a str, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(self.in_chain_of(project, last, id))
+    }
+
     fn delete_item<'a>(&'a self, project: &'a str, id: &'a str, item_id: &'a str) -> BoxFuture<'a, Result<Lookup<Conversation>, StoreError>> {
         Box::pin(self.delete_item_row(project, id, item_id))
     }

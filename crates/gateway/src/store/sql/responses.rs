@@ -7,7 +7,7 @@ use serde_json::Value;
 use sqlx::Row;
 
 use super::{db_err, item_id, limited, paginate, parse, to_json, SqlStore};
-use crate::store::{ListQuery, Page, StoreError, StoredResponse, TurnRecord};
+use crate::store::{FoundItem, ListQuery, Page, StoreError, StoredResponse, TurnRecord};
 use crate::transcript::Transcript;
 
 /// Which JSON column of `responses` to load.
@@ -43,6 +43,75 @@ impl Column {
 }
 
 impl SqlStore {
+    /// [`crate::store::Store::stored_item`]: a conversation item of the project by id, else
+    /// the item of that id in a stored response's output or input items. The responses are
+    /// narrowed with `LIKE` on the serialized JSON (a superset: `_` matches any character)
+    /// and the id is then matched exactly.
+    pub(super) async fn stored_item_of(&self, project: &str, item_id: &str) -> Result<Option<FoundItem>, StoreError> {
+        let row = sqlx::query(
+            "SELECT i.id, length(i.item), CASE WHEN length(i.item) <= $3 THEN i.item END FROM conversation_items i \
+             JOIN conversations c ON c.id = i.conversation_id WHERE c.project = $1 AND i.id = $2 LIMIT 1",
+        )
+        .bind(project)
+        .bind(item_id)
+        .bind(self.max_chars)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_err)?;
+        if let Some(row) = row {
+            let len: Option<i64> = row.try_get(1).map_err(db_err)?;
+            let text: Option<String> = row.try_get(2).map_err(db_err)?;
+            if let Some(text) = limited(len, text, "conversation item", item_id)? {
+                return parse(&text, "conversation item", item_id).map(|item| Some(FoundItem { item, response_id: None }));
+            }
+        }
+        let needle = format!("%{}%", serde_json::json!({"id": item_id}).to_string().trim_start_matches('{').trim_end_matches('}'));
+        let rows = sqlx::query(
+            "SELECT id, length(response) + length(input_items), CASE WHEN length(response) + length(input_items) <= $3 THEN response END, \
+             CASE WHEN length(response) + length(input_items) <= $3 THEN input_items END FROM responses \
+             WHERE project = $1 AND (response LIKE $2 OR input_items LIKE $2) ORDER BY created_at DESC LIMIT 20",
+        )
+        .bind(project)
+        .bind(&needle)
+        .bind(self.max_chars)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        for row in rows {
+            let id: String = row.try_get(0).map_err(db_err)?;
+            let len: Option<i64> = row.try_get(1).map_err(db_err)?;
+            let response: Option<String> = row.try_get(2).map_err(db_err)?;
+            let input: Option<String> = row.try_get(3).map_err(db_err)?;
+            let Some(response) = limited(len, response, "response", &id)? else { continue };
+            let response: Value = parse(&response, "response", &id)?;
+            let input: Vec<Value> = parse(input.as_deref().unwrap_or("[]"), "input items of response", &id)?;
+            let output = response.get("output").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+            if let Some(found) = output.iter().chain(&input).find(|i| i.get("id").and_then(Value::as_str) == Some(item_id) && i.get("type").and_then(Value::as_str) != Some("item_reference")) {
+                return Ok(Some(FoundItem { item: found.clone(), response_id: Some(id) }));
+            }
+        }
+        Ok(None)
+    }
+
+    /// [`crate::store::Store::in_chain`]: walks `last`'s `previous_response_id` chain in
+    /// the database (a recursive query, portable to SQLite and PostgreSQL).
+    pub(super) async fn in_chain_of(&self, project: &str, last: &str, id: &str) -> Result<bool, StoreError> {
+        let found: Option<i64> = sqlx::query_scalar(
+            "WITH RECURSIVE chain(id, prev, depth) AS ( \
+               SELECT id, previous_response_id, 0 FROM responses WHERE id = $1 AND project = $2 \
+               UNION ALL SELECT r.id, r.previous_response_id, c.depth + 1 FROM responses r JOIN chain c ON r.id = c.prev \
+               WHERE r.project = $2 AND c.depth < 10000) \
+             SELECT 1 FROM chain WHERE id = $3 LIMIT 1",
+        )
+        .bind(last)
+        .bind(project)
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(found.is_some())
+    }
+
     async fn column(&self, project: &str, id: &str, col: Column) -> Result<Option<String>, StoreError> {
         let row = sqlx::query(col.sql())
             .bind(id)

@@ -107,7 +107,11 @@ def test_codex_default_web_search_runs_on_the_gateway(codex, upstream, searx):
     assert [c["function"]["name"] for m in assistant for c in m.get("tool_calls") or []] == ["web_search"]
 
 
-def test_codex_resume_replays_history_without_reasoning(codex, upstream):
+def test_codex_resume_hands_the_tool_turns_reasoning_back(codex, upstream):
+    # Issue 30: Codex (store: false) asks for reasoning.encrypted_content and replays the sealed
+    # items on resume; with upstream.reasoning_handback = "tool_rounds" (the default) the first
+    # turn's reasoning goes back on that tool turn's assistant messages, in the field the server
+    # used, and nowhere else (before issue 30 it was dropped).
     upstream.push(
         {"reasoning_content": ["SECRET", "-THOUGHT"],
          "tool_calls": [{"name": "exec_command", "arguments": json.dumps({"cmd": "echo first-turn"})}]},
@@ -130,8 +134,11 @@ def test_codex_resume_replays_history_without_reasoning(codex, upstream):
     assert texts.index("first task") < texts.index("second task")
     assistant = [m for m in msgs if m["role"] == "assistant"]
     assert [m["content"] for m in assistant if m.get("content")] == ["First done."]
-    assert any(m.get("tool_calls") for m in assistant)
-    assert "SECRET" not in json.dumps(body)
+    calls = [m for m in assistant if m.get("tool_calls")]
+    assert len(calls) == 1 and calls[0].get("reasoning_content") == "SECRET-THOUGHT", calls
+    answer = next(m for m in assistant if m.get("content") == "First done.")
+    assert answer.get("reasoning_content") == "more", answer
+    assert json.dumps(body).count("SECRET-THOUGHT") == 1, "the reasoning goes back once, on its message"
 
 
 @pytest.mark.parametrize("message, shown", [

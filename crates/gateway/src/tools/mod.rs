@@ -6,6 +6,7 @@
 pub mod choice;
 pub mod custom;
 pub mod deferred;
+pub mod loading;
 pub mod duties;
 pub mod file_search;
 pub mod function;

@@ -23,7 +23,8 @@ use protocol::output::ItemStatus;
 use protocol::ApiError;
 use serde_json::{json, Value};
 
-use super::deferred::{declarations, result_text, Deferred};
+use super::deferred::{declarations, Deferred};
+use super::loading::result_text;
 use super::{opt_str, BindCtx, CallItem, DeclareCtx, Declared, Invocation, Owner, Ran, RunStatus, Tool, ToolEntry, ToolType, UpstreamTool};
 use crate::events::file_citations::FileSources;
 use crate::events::Emitter;
